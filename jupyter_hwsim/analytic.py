@@ -1,0 +1,41 @@
+"""The analytic twin: steady state from the bottleneck law, in well under a millisecond.
+
+Throughput X (batches/s) is the smallest stage capacity; each resource's
+utilization is X times its demand per batch (the utilization law).
+"""
+from __future__ import annotations
+
+
+def steady_state(m, d) -> dict:
+    s, st = m.s, d.step
+    pageable = 0.0 if s.pin_memory else d.copy_s
+    issue_wait = max(0.0, st.issue_s - st.kernel_s)
+    cpu_demand = d.preprocess_s + st.issue_s
+    if s.loader_workers == 0:
+        loop = d.read_s + d.preprocess_s + d.copy_s + st.step_s
+        x = 1.0 / loop
+        wait = {"input_io": x * d.read_s, "input_preprocess": x * d.preprocess_s, "host_copy": x * d.copy_s}
+        sat = {"loop": 1.0, "io": x * d.storage_s, "cpu": x * cpu_demand / s.cpu_cores, "host_link": 0.0}
+    else:
+        caps = {
+            "io": 1.0 / d.storage_s if d.storage_s > 0 else float("inf"),
+            "cpu": min(s.cpu_cores / cpu_demand if cpu_demand > 0 else float("inf"),
+                       s.loader_workers / (d.read_s + d.preprocess_s) if d.read_s + d.preprocess_s > 0
+                       else float("inf")),
+            "host_link": 1.0 / d.copy_s if (s.pin_memory and d.copy_s > 0) else float("inf"),
+            "loop": 1.0 / (st.step_s + pageable),
+        }
+        x = min(caps.values())
+        sat = {k: x / v if v != float("inf") else 0.0 for k, v in caps.items()}
+        starved = max(0.0, 1.0 - x * (st.step_s + pageable))
+        cause = min(("io", "cpu", "host_link"), key=lambda k: caps[k])
+        wait = {"input_io": 0.0, "input_preprocess": 0.0, "host_copy": x * pageable}
+        if starved > 1e-12:
+            wait[{"io": "input_io", "cpu": "input_preprocess", "host_link": "host_copy"}[cause]] += starved
+    gpu_time = {"compute": x * st.compute_s, "memory": x * st.memory_s,
+                "launch": x * (st.launch_dev_s + issue_wait), **wait}
+    gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
+    util = {"storage": x * d.storage_s, "cpu": min(1.0, x * cpu_demand / s.cpu_cores),
+            "host_link": x * d.copy_s, "gpu_busy": x * (st.compute_s + st.memory_s)}
+    return {"batches_per_s": x, "gpu_time": gpu_time, "utilization": util, "saturation": sat,
+            "step_ms": [1e3 / x]}

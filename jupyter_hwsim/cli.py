@@ -1,0 +1,124 @@
+"""Command line: run, sweep, catalog, help. A bad input exits 2 with one line on stderr."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tomllib
+from pathlib import Path
+
+from . import catalog
+from .api import simulate, estimate, sweep
+from .errors import HwsimError
+from .scenario import FIELDS, Scenario
+
+SECTIONS = {"gpus": "gpus", "storage": "storage", "workloads": "workloads", "links": "links"}
+
+
+def parse_value(text: str):
+    """'256' -> 256, '0.5' -> 0.5, 'true' -> True, anything else stays a string."""
+    low = text.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def parse_pairs(pairs: list[str], multi: bool = False) -> dict:
+    out = {}
+    for p in pairs:
+        if "=" not in p:
+            raise HwsimError("argument", p, "key=value (see `python -m jupyter_hwsim help`)")
+        k, v = p.split("=", 1)
+        k = k.strip()
+        out[k] = [parse_value(x) for x in v.split(",")] if multi else parse_value(v)
+    return out
+
+
+def load_file(path: str) -> dict:
+    p = Path(path)
+    if not p.is_file():
+        raise HwsimError("scenario file", path, "an existing .toml or .json file")
+    try:
+        if p.suffix == ".json":
+            data = json.loads(p.read_text())
+        else:
+            data = tomllib.loads(p.read_text())
+    except (ValueError, tomllib.TOMLDecodeError) as e:
+        raise HwsimError("scenario file", path, f"valid {p.suffix[1:].upper()} ({e})") from None
+    return data.get("scenario", data) if isinstance(data, dict) else data
+
+
+def _split(args: list[str]) -> tuple[dict, list[str]]:
+    files = [a for a in args if "=" not in a and a.endswith((".toml", ".json"))]
+    rest = [a for a in args if a not in files]
+    base = {}
+    for f in files:
+        base.update(load_file(f))
+    return base, rest
+
+
+def _help_text() -> str:
+    lines = ["Scenario fields (key=value):"]
+    for f in FIELDS.values():
+        default = "catalogue" if f.default is None else f.default
+        lines.append(f"  {f.name:<26} {f.help}; default {default}; {f.accepted()}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m jupyter_hwsim", description="ML pipeline hardware simulator")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    for name in ("run", "estimate", "sweep"):
+        p = sub.add_parser(name)
+        p.add_argument("args", nargs="*", help="key=value pairs and/or a scenario .toml/.json file")
+        p.add_argument("--json", action="store_true")
+        p.add_argument("--seed", type=int, default=0)
+    c = sub.add_parser("catalog")
+    c.add_argument("section", nargs="?", default="gpus", choices=sorted(SECTIONS))
+    c.add_argument("--json", action="store_true")
+    sub.add_parser("help")
+    try:
+        a = ap.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    try:
+        if a.cmd == "help":
+            print(_help_text())
+            return 0
+        if a.cmd == "catalog":
+            entries = getattr(catalog, SECTIONS[a.section])()
+            if a.json:
+                print(json.dumps(entries, indent=2, sort_keys=True))
+            else:
+                for key, e in entries.items():
+                    print(f"{key:<18} {e.get('name', '')}")
+            return 0
+        base, rest = _split(a.args)
+        if a.cmd == "sweep":
+            axes = parse_pairs(rest, multi=True)
+            fixed = {k: v[0] for k, v in axes.items() if len(v) == 1}
+            axes = {k: v for k, v in axes.items() if len(v) > 1}
+            if not axes:
+                raise HwsimError("sweep", " ".join(rest), "at least one key=v1,v2,... with two or more values")
+            results = sweep(Scenario.from_dict({**base, **fixed}), seed=a.seed, **axes)
+            if a.json:
+                print(json.dumps([r.to_dict() for r in results], indent=2, sort_keys=True))
+            else:
+                keys = list(axes)
+                print("  ".join(f"{k:>14}" for k in keys) + f"  {'throughput':>12}  {'p50 ms':>9}  bottleneck")
+                for r in results:
+                    print("  ".join(f"{str(r.scenario[k]):>14}" for k in keys)
+                          + f"  {r.throughput:>12.1f}  {r.latency_ms['p50']:>9.2f}  {r.bottleneck}")
+            return 0
+        s = Scenario.from_dict({**base, **parse_pairs(rest)})
+        r = simulate(s, seed=a.seed) if a.cmd == "run" else estimate(s)
+        print(r.to_json() if a.json else r.summary())
+        return 0
+    except HwsimError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2

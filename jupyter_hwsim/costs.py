@@ -1,0 +1,235 @@
+"""Costs of one batch on every resource: roofline per operator, memory footprint, loader demands.
+
+The DES engine and the analytic twin both read these numbers, so they model the
+same machine; they differ only in how they combine them (events vs. closed form).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from . import catalog, workloads
+from .scenario import Scenario
+
+MATMUL = "matmul"
+
+
+@dataclass(frozen=True)
+class OpCost:
+    name: str
+    cls: str
+    flops: float          # per batch
+    bytes: float          # HBM bytes per batch
+    time_s: float         # roofline time without launch
+    bound: str            # "compute" | "memory"
+    occupancy: float
+
+
+@dataclass
+class StepCost:
+    """One training or inference step on the device."""
+    compute_s: float = 0.0      # kernels bound by FLOP/s
+    memory_s: float = 0.0       # kernels bound by bandwidth
+    launch_dev_s: float = 0.0   # device-side launch gaps
+    issue_s: float = 0.0        # CPU time to issue the kernels
+    flops: float = 0.0          # useful FLOPs of the step
+    hbm_bytes: float = 0.0
+    kernels: int = 0
+    ops: list = field(default_factory=list)
+
+    @property
+    def kernel_s(self) -> float:
+        return self.compute_s + self.memory_s + self.launch_dev_s
+
+    @property
+    def step_s(self) -> float:
+        """GPU wall time of a step: kernels, or the CPU issuing them if that is slower."""
+        return max(self.kernel_s, self.issue_s)
+
+
+@dataclass
+class Machine:
+    """A scenario resolved against the catalogue: every value concrete."""
+    s: Scenario
+    workload: dict
+    device: dict
+    storage: dict
+    link: dict
+    fusion: dict
+    batch: int
+    seq: int
+    precision: str          # what the hardware runs
+    warnings: list
+    storage_gbs: float
+    storage_latency_ms: float
+    storage_concurrency: int
+    link_gbs: float
+    dataset_gb: float
+    preprocess_ms: float
+    input_bytes: float
+    device_bytes: float
+
+
+def _entry(section, value):
+    return value if isinstance(value, dict) else catalog.get(section, value)
+
+
+def effective_precision(device: dict, precision: str) -> tuple[str, list]:
+    """The precision the device runs for the one asked, with a warning on fallback."""
+    peaks, warnings, p = device["peak_tflops"], [], precision
+    seen = set()
+    while p not in peaks and p not in seen:
+        seen.add(p)
+        nxt = device.get("fallbacks", {}).get(p) or catalog.get("precisions", p)["fallback"] or \
+            max(peaks, key=peaks.get)
+        p = nxt
+    if p not in peaks:
+        p = max(peaks, key=peaks.get)
+    if p != precision:
+        warnings.append(f"{device.get('name', device.get('id'))} has no native {precision}: "
+                        f"it runs at the {p} rate (bytes stay {precision})")
+    return p, warnings
+
+
+def resolve(s: Scenario) -> Machine:
+    w = workloads.resolve(s.workload)
+    dev = _entry("gpus", s.gpu)
+    sto = _entry("storage", s.storage)
+    link = _entry("links", s.host_link or dev.get("host_link", "pcie4"))
+    prec, warnings = effective_precision(dev, s.precision)
+    seq = s.seq_len or workloads.default_seq(w)
+    return Machine(
+        s=s, workload=w, device=dev, storage=sto, link=link, fusion=catalog.get("fusion", s.fusion),
+        batch=s.batch_size or int(w["default_batch_size"]), seq=seq, precision=prec, warnings=warnings,
+        storage_gbs=s.storage_bandwidth_gbs or sto["bandwidth_gbs"],
+        storage_latency_ms=sto["latency_ms"] if s.storage_latency_ms is None else s.storage_latency_ms,
+        storage_concurrency=s.storage_concurrency or int(sto["concurrency"]),
+        link_gbs=s.host_link_gbs or link["bandwidth_gbs"],
+        dataset_gb=s.dataset_gb or float(w.get("dataset_gb", 1.0)),
+        preprocess_ms=(w["preprocess_ms_per_sample"] if s.preprocess_ms_per_sample is None
+                       else s.preprocess_ms_per_sample),
+        input_bytes=s.input_bytes_per_sample or float(w["input_bytes_per_sample"]),
+        device_bytes=workloads.device_bytes_per_sample(w, seq),
+    )
+
+
+def value_bytes(precision: str) -> float:
+    return float(catalog.get("precisions", precision)["bytes"])
+
+
+def activation_bytes(precision: str) -> float:
+    """int4 is weight-only quantization: activations stay 16-bit."""
+    return 2.0 if precision == "int4" else value_bytes(precision)
+
+
+def _occupancy(op, batch: int, units: int, tile: int) -> float:
+    if op.groups > 1:
+        tiles = op.groups * batch * math.ceil(op.rows / tile) * math.ceil(op.cols / tile)
+    elif op.cls == MATMUL:
+        tiles = math.ceil(op.rows * batch / tile) * math.ceil(op.cols / tile)
+    else:
+        tiles = math.ceil(op.act_out * batch / (tile * tile))
+    return min(1.0, tiles / units)
+
+
+def step_cost(m: Machine) -> StepCost:
+    """Roofline cost of one step: forward (+ backward + optimizer when training)."""
+    dev, b, training = m.device, m.batch, m.s.kind == "training"
+    peak = dev["peak_tflops"][m.precision] * 1e12 * dev["compute_efficiency"]
+    peaks = dev["peak_tflops"]
+    vector = peaks.get("fp32", min(peaks.values())) * 1e12 * dev["compute_efficiency"]
+    bw = dev["memory_bandwidth_gbs"] * 1e9 * dev["memory_efficiency"]
+    wb, ab = value_bytes(m.s.precision), activation_bytes(m.s.precision)
+    launch = dev["launch_overhead_us"] * 1e-6
+    fused = set(m.fusion["fuses"])
+    c = StepCost()
+    passes = [("fwd", 1.0, 1)] + ([("bwd", 2.0, 2)] if training else [])
+    for op in workloads.operators(m.workload, m.seq):
+        occ = _occupancy(op, b, dev["parallel_units"], dev["tile"])
+        is_fused = op.cls in fused
+        for tag, scale, n_mm in passes:
+            flops = op.flops * b * scale
+            act = 0.0 if is_fused else (op.act_in + op.act_out) * b * ab * scale
+            nbytes = act + op.params * wb * scale
+            rate = peak if op.cls == MATMUL else vector
+            t_c, t_m = flops / (rate * occ), nbytes / (bw * occ)
+            t = max(t_c, t_m)
+            kernels = 0 if is_fused else (n_mm if op.cls == MATMUL else 1)
+            if t_c >= t_m:
+                c.compute_s += t
+            else:
+                c.memory_s += t
+            c.flops += flops
+            c.hbm_bytes += nbytes
+            c.kernels += kernels
+            c.launch_dev_s += kernels * launch
+            if tag == "fwd":
+                c.ops.append(OpCost(op.name, op.cls, flops, nbytes, t, "compute" if t_c >= t_m else "memory", occ))
+    if training:   # Adam: read param, grad, m, v (+fp32 master); write param, m, v
+        params = parameters(m)
+        nbytes = params * (wb * 3 + 8 * 2 + (8 if wb < 4 else 0))
+        t = nbytes / bw
+        tensors = sum(1 for op in workloads.operators(m.workload, m.seq) if op.params)
+        kernels = math.ceil(tensors / 36)   # foreach multi_tensor_apply: up to 36 tensors per launch
+        c.memory_s += t
+        c.hbm_bytes += nbytes
+        c.kernels += kernels
+        c.launch_dev_s += kernels * launch
+    c.issue_s = c.kernels * m.fusion["issue_us"] * 1e-6 / m.s.cpu_speed
+    return c
+
+
+def parameters(m: Machine) -> float:
+    return sum(op.params for op in workloads.operators(m.workload, m.seq))
+
+
+def memory(m: Machine) -> dict:
+    """Device memory: weights, gradients, optimizer state, activations, workspace (GB)."""
+    p, wb, ab = parameters(m), value_bytes(m.s.precision), activation_bytes(m.s.precision)
+    ops = workloads.operators(m.workload, m.seq)
+    training = m.s.kind == "training"
+    fused = set(m.fusion["fuses"])
+    if training:
+        act = sum(op.act_out for op in ops if op.cls not in fused) * m.batch * ab
+    else:
+        act = 2 * max(op.act_in + op.act_out for op in ops) * m.batch * ab
+    out = {
+        "weights_gb": p * wb / 1e9,
+        "gradients_gb": p * wb / 1e9 if training else 0.0,
+        "optimizer_gb": p * (8 + (4 if wb < 4 else 0)) / 1e9 if training else 0.0,
+        "activations_gb": act / 1e9,
+        "kv_cache_gb": 0.0,
+        "workspace_gb": float(m.device["workspace_gb"]),
+    }
+    out["total_gb"] = sum(out.values())
+    out["capacity_gb"] = float(m.device["memory_gb"])
+    out["oom"] = out["total_gb"] > out["capacity_gb"]
+    return out
+
+
+@dataclass
+class Demands:
+    """Seconds of each resource one batch needs (service demands of the bottleneck law)."""
+    storage_s: float        # storage device busy
+    read_s: float           # a worker's wall time reading its batch (device + latency in flight)
+    preprocess_s: float     # core-seconds of decode/augment/collate
+    copy_s: float           # host link busy
+    step: StepCost
+    cache_hit: float
+
+
+def demands(m: Machine) -> Demands:
+    s = m.s
+    hit = min(1.0, s.host_cache_gb / m.dataset_gb) if m.dataset_gb > 0 else 1.0
+    miss = (1.0 - hit) * m.batch
+    lat = m.storage_latency_ms / 1e3
+    transfer = miss * m.input_bytes / (m.storage_gbs * 1e9)
+    factor = 1.0 if s.pin_memory else float(m.link.get("pageable_factor", 1.0))
+    return Demands(
+        storage_s=transfer + miss * lat / m.storage_concurrency,
+        read_s=transfer + miss * lat,
+        preprocess_s=m.batch * m.preprocess_ms / 1e3 / s.cpu_speed,
+        copy_s=m.batch * m.device_bytes / (m.link_gbs * 1e9 * factor),
+        step=step_cost(m),
+        cache_hit=hit,
+    )

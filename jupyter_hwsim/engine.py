@@ -1,0 +1,227 @@
+"""The discrete-event engine: the PyTorch DataLoader pipeline as SimPy processes, one event per batch per stage.
+
+Workers (or the main process when loader_workers=0) read a batch from storage
+(a FIFO device whose service time is transfer + latency / concurrency) and
+preprocess it on a core; at most loader_workers x prefetch_factor batches are in
+flight. Pinned batches are copied ahead over the host link; pageable ones are
+copied synchronously by the loop. Each step holds the GPU for its kernels while
+the main process spends a core issuing them; the step ends when both are done.
+"""
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import simpy
+
+from .errors import HwsimError
+
+MAX_EVENTS = 5_000_000
+
+
+class _Busy:
+    """Busy intervals of one resource, clipped to the measured window later."""
+    __slots__ = ("spans",)
+
+    def __init__(self):
+        self.spans = []
+
+    def add(self, a, b, weight=1.0):
+        self.spans.append((a, b, weight))
+
+    def within(self, lo, hi):
+        return sum(max(0.0, min(b, hi) - max(a, lo)) * w for a, b, w in self.spans)
+
+
+def _jitter(rng, cv, n):
+    if cv <= 0:
+        return np.ones(n)
+    sigma2 = math.log1p(cv * cv)
+    return rng.lognormal(-sigma2 / 2.0, math.sqrt(sigma2), n)
+
+
+def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
+    s, st = m.s, d.step
+    warmup = max(10, s.loader_workers * s.prefetch_factor + 2, s.steps // 10)
+    total = warmup + s.steps
+    rng = np.random.default_rng(seed)
+    jit = {k: _jitter(rng, s.jitter_cv, total) for k in ("storage", "pre", "copy", "gpu")}
+    env = simpy.Environment()
+    cores = simpy.Resource(env, capacity=s.cpu_cores)
+    storage = simpy.Resource(env, capacity=1)
+    link = simpy.Resource(env, capacity=1)
+    busy = {k: _Busy() for k in ("storage", "cpu", "link", "gpu", "workers")}
+    stamps = {}       # batch -> {stage: (start, end)}
+    timeline = []
+    ends = []
+    waits = []        # (start, end, batch) the loop waited for input
+    state = {"next": 0}
+    wall0 = time.perf_counter()
+
+    def read(b, track):
+        if d.storage_s <= 0:
+            return
+        t0 = env.now
+        with storage.request() as req:
+            yield req
+            t1 = env.now
+            yield env.timeout(d.storage_s * jit["storage"][b])
+            busy["storage"].add(t1, env.now)
+            timeline.append(("storage", "read", t1, env.now, b))
+        rest = (d.read_s - d.storage_s) * jit["storage"][b]
+        if rest > 0:
+            yield env.timeout(rest)
+        stamps.setdefault(b, {})["io"] = (t0, env.now)
+        if track:
+            timeline.append((track, "read", t0, env.now, b))
+
+    def preprocess(b, track):
+        if d.preprocess_s <= 0:
+            return
+        t0 = env.now
+        with cores.request() as req:
+            yield req
+            t1 = env.now
+            yield env.timeout(d.preprocess_s * jit["pre"][b])
+            busy["cpu"].add(t1, env.now)
+        stamps.setdefault(b, {})["pre"] = (t0, env.now)
+        timeline.append((track, "preprocess", t1, env.now, b))
+
+    def copy(b):
+        if d.copy_s <= 0:
+            return
+        t0 = env.now
+        with link.request() as req:
+            yield req
+            t1 = env.now
+            yield env.timeout(d.copy_s * jit["copy"][b])
+            busy["link"].add(t1, env.now)
+        stamps.setdefault(b, {})["copy"] = (t0, env.now)
+        timeline.append(("host_copy", "copy", t1, env.now, b))
+
+    ready = simpy.Store(env)
+    device_q = simpy.Store(env, capacity=1)
+    slots = simpy.Container(env, capacity=max(1, s.loader_workers * s.prefetch_factor),
+                            init=max(1, s.loader_workers * s.prefetch_factor))
+
+    def worker(i):
+        track = f"worker {i}"
+        while state["next"] < total:
+            yield slots.get(1)
+            if state["next"] >= total:
+                return
+            b = state["next"]
+            state["next"] += 1
+            t0 = env.now
+            yield from read(b, track)
+            yield from preprocess(b, track)
+            busy["workers"].add(t0, env.now)
+            yield ready.put(b)
+
+    def copier():
+        for _ in range(total):
+            b = yield ready.get()
+            slots.put(1)
+            yield from copy(b)
+            yield device_q.put(b)
+
+    def issue(b):
+        with cores.request() as req:
+            yield req
+            t1 = env.now
+            yield env.timeout(st.issue_s * jit["gpu"][b])
+            busy["cpu"].add(t1, env.now)
+
+    def loop():
+        for k in range(total):
+            if s.loader_workers == 0:
+                b = k
+                t0 = env.now
+                yield from read(b, "main")
+                yield from preprocess(b, "main")
+                yield from copy(b)
+                waits.append((t0, env.now, b))
+            else:
+                t0 = env.now
+                b = yield (device_q if s.pin_memory else ready).get()
+                if not s.pin_memory:   # synchronous copy on the loop
+                    slots.put(1)
+                    yield from copy(b)
+                waits.append((t0, env.now, b))
+            t1 = env.now
+            kernel = st.kernel_s * jit["gpu"][b]
+            yield env.all_of([env.timeout(kernel), env.process(issue(b))])
+            busy["gpu"].add(t1, t1 + kernel, (st.compute_s + st.memory_s) / st.kernel_s if st.kernel_s else 0)
+            timeline.append(("gpu", "step", t1, env.now, b))
+            ends.append(env.now)
+            if time.perf_counter() - wall0 > budget_s:
+                raise HwsimError("steps", s.steps, f"a run that fits the {budget_s:g} s simulation budget",
+                                 "lower steps")
+
+    for i in range(s.loader_workers):
+        env.process(worker(i))
+    if s.loader_workers and s.pin_memory:
+        env.process(copier())
+    done = env.process(loop())
+    env.run(until=done)
+    events = len(timeline) + 3 * len(ends)
+    return {"env": env, "busy": busy, "stamps": stamps, "timeline": timeline, "ends": ends, "waits": waits,
+            "warmup": warmup, "events": events, "wall_ms": (time.perf_counter() - wall0) * 1e3}
+
+
+def _overlap(a, b, span):
+    return max(0.0, min(b, span[1]) - max(a, span[0])) if span else 0.0
+
+
+def measure(m, d, out: dict) -> dict:
+    """Throughput, step-time percentiles, utilizations and GPU time over the measured window."""
+    s, st = m.s, d.step
+    ends, w = out["ends"], out["warmup"]
+    lo, hi = ends[w - 1], ends[-1]
+    window = hi - lo
+    x = s.steps / window
+    busy = out["busy"]
+    util = {"storage": busy["storage"].within(lo, hi) / window,
+            "cpu": busy["cpu"].within(lo, hi) / (window * s.cpu_cores),
+            "host_link": busy["link"].within(lo, hi) / window,
+            "gpu_busy": busy["gpu"].within(lo, hi) / window}
+    waits = {"input_io": 0.0, "input_preprocess": 0.0, "host_copy": 0.0}
+    for a, b, batch in out["waits"]:
+        a, b = max(a, lo), min(b, hi)
+        if b <= a:
+            continue
+        sp = out["stamps"].get(batch, {})
+        io, pre, cp = _overlap(a, b, sp.get("io")), _overlap(a, b, sp.get("pre")), _overlap(a, b, sp.get("copy"))
+        rest = (b - a) - io - pre - cp
+        waits["input_io"] += io
+        waits["input_preprocess"] += pre
+        waits["host_copy"] += cp
+        if rest > 0:   # queued before a worker took it: blame the busier upstream stage
+            key = "input_io" if util["storage"] >= util["cpu"] else "input_preprocess"
+            waits[key] += rest
+    gpu_time = {"compute": x * st.compute_s * 1.0, "memory": x * st.memory_s, "launch": 0.0}
+    # the jitter scales kernels; measure busy shares directly and split them by the cost model
+    gpu_share = busy["gpu"].within(lo, hi) / window
+    cm = st.compute_s + st.memory_s
+    gpu_time["compute"] = gpu_share * st.compute_s / cm if cm else 0.0
+    gpu_time["memory"] = gpu_share * st.memory_s / cm if cm else 0.0
+    for k, v in waits.items():
+        gpu_time[k] = v / window
+    steps_wall = sum(max(0.0, min(b, hi) - max(a, lo)) for (trk, _, a, b, _) in out["timeline"] if trk == "gpu")
+    gpu_time["launch"] = max(0.0, steps_wall / window - gpu_share)
+    total = sum(gpu_time.values())
+    gpu_time["idle"] = max(0.0, 1.0 - total)
+    if total > 1.0:
+        gpu_time = {k: v / total for k, v in gpu_time.items()}
+    workers_busy = busy["workers"].within(lo, hi) / (window * s.loader_workers) if s.loader_workers else 0.0
+    if s.loader_workers == 0:
+        sat = {"loop": 1.0, "io": util["storage"], "cpu": util["cpu"], "host_link": 0.0}
+    else:
+        starved = sum(gpu_time[k] for k in ("input_io", "input_preprocess")) + \
+            (gpu_time["host_copy"] if s.pin_memory else 0.0)
+        sat = {"loop": 1.0 - starved, "io": util["storage"], "cpu": max(util["cpu"], workers_busy),
+               "host_link": util["host_link"] if s.pin_memory else 0.0}
+    step_ms = np.diff(np.asarray(ends[w - 1:])) * 1e3
+    return {"batches_per_s": x, "gpu_time": gpu_time, "utilization": util, "saturation": sat,
+            "step_ms": step_ms, "window_s": window, "warmup_s": lo}

@@ -1,0 +1,66 @@
+"""Result: what a simulation or estimate found, with the keys of the design's metrics table."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+GPU_TIME_KEYS = ("compute", "memory", "launch", "input_io", "input_preprocess", "host_copy", "idle")
+UTIL_KEYS = ("storage", "cpu", "host_link", "gpu_busy", "gpu_mfu", "hbm_bw")
+
+
+@dataclass
+class Result:
+    scenario: dict
+    method: str                       # "simulate" | "estimate"
+    throughput: float
+    throughput_unit: str
+    latency_ms: dict
+    utilization: dict
+    gpu_time: dict
+    bottleneck: str
+    explanation: str
+    memory: dict
+    sim: dict
+    suggestions: list = field(default_factory=list)
+    warnings: list = field(default_factory=list)
+    details: dict = field(default_factory=dict)      # per-step costs, demands, roofline ops
+    timeline: list = field(default_factory=list, repr=False)   # (track, name, start_s, end_s, batch)
+
+    def to_dict(self, timeline: bool = False) -> dict[str, Any]:
+        """JSON-serializable dict: the metrics of DESIGN section 3 plus "scenario"."""
+        d = {k: getattr(self, k) for k in (
+            "throughput", "throughput_unit", "latency_ms", "utilization", "gpu_time", "bottleneck",
+            "explanation", "suggestions", "memory", "sim", "method", "warnings", "details")}
+        d["scenario"] = self.scenario
+        if timeline:
+            d["timeline"] = [list(t) for t in self.timeline]
+        return d
+
+    def to_json(self, **kw) -> str:
+        return json.dumps(self.to_dict(**kw), indent=2, sort_keys=True)
+
+    def summary(self) -> str:
+        """A few plain lines for a terminal or a handout."""
+        u, lat = self.utilization, self.latency_ms
+        lines = [
+            f"throughput  {self.throughput:,.1f} {self.throughput_unit}   step p50 {lat['p50']:.2f} ms  "
+            f"p99 {lat['p99']:.2f} ms",
+            f"bottleneck  {self.bottleneck}: {self.explanation}",
+            "utilization " + "  ".join(f"{k} {u[k]:.0%}" for k in UTIL_KEYS),
+            "gpu time    " + "  ".join(f"{k} {v:.0%}" for k, v in self.gpu_time.items() if v >= 0.005),
+            f"memory      {self.memory['total_gb']:.1f} of {self.memory['capacity_gb']:.0f} GB"
+            + ("  OUT OF MEMORY" if self.memory["oom"] else ""),
+        ]
+        for w in self.warnings:
+            lines.append(f"warning     {w}")
+        if self.suggestions:
+            lines.append("what would help (re-simulated):")
+            for sug in self.suggestions:
+                sp = sug.get("speedup")
+                lines.append(f"  {sug['change']:<32} " + (f"{sp:.2f}x" if sp is not None else "fits")
+                             + (f"  {sug['why']}" if sug.get("why") else ""))
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()

@@ -1,0 +1,162 @@
+"""Scenario: an immutable, validated description of one pipeline on one machine."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from . import catalog
+from .errors import HwsimError, did_you_mean
+
+KINDS = ("training", "inference")
+FUSIONS = ("eager", "compiled", "tensorrt")
+
+
+@dataclass(frozen=True)
+class Field:
+    """What a scenario field accepts: its type, unit, range and default."""
+    name: str
+    type: type
+    unit: str
+    help: str
+    default: Any = None          # None: taken from the catalogue entry
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False        # True: lo itself is refused (> lo)
+    choices: tuple | None = None
+
+    def accepted(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        if self.type is bool:
+            return "true or false"
+        kind = "an integer" if self.type is int else "a number"
+        op = ">" if self.lo_open else ">="
+        return f"{kind} {op} {self.lo:g} and <= {self.hi:g}" + (f" ({self.unit})" if self.unit else "")
+
+    def check(self, value):
+        """The value converted to this field's type, or a HwsimError."""
+        if value is None:
+            return None
+        if self.name in ("workload", "gpu", "storage", "host_link") and isinstance(value, dict):
+            return value
+        if self.choices is not None or self.type is str:
+            if not isinstance(value, str):
+                raise HwsimError(self.name, value, self.accepted() if self.choices else "a catalogue name")
+            value = value.strip().lower()
+            if self.choices and value not in self.choices:
+                raise HwsimError(self.name, value, self.accepted(), did_you_mean(value, self.choices))
+            return value
+        if self.type is bool:
+            if isinstance(value, bool):
+                return value
+            if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
+                return value.lower() in ("true", "1", "yes")
+            raise HwsimError(self.name, value, self.accepted())
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise HwsimError(self.name, value, self.accepted())
+        if isinstance(value, float) and not math.isfinite(value):
+            raise HwsimError(self.name, value, self.accepted())
+        if self.type is int:
+            if float(value) != int(value):
+                raise HwsimError(self.name, value, self.accepted())
+            value = int(value)
+        else:
+            value = float(value)
+        if value < self.lo or value > self.hi or (self.lo_open and value == self.lo):
+            raise HwsimError(self.name, value, self.accepted())
+        return value
+
+
+FIELDS = {f.name: f for f in [
+    Field("kind", str, "", "what the pipeline does", "training", choices=KINDS),
+    Field("workload", str, "", "model from the catalogue, or a dict of its architecture", "resnet50"),
+    Field("gpu", str, "", "accelerator from the catalogue", "a100-sxm-80gb"),
+    Field("precision", str, "", "number format of weights and math", "bf16",
+          choices=("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")),
+    Field("batch_size", int, "samples", "samples per step", None, 1, 65536),
+    Field("seq_len", int, "tokens", "tokens per sample (transformers)", None, 1, 1_048_576),
+    Field("loader_workers", int, "processes", "DataLoader worker processes (0: load in the main process)", 8, 0, 1024),
+    Field("prefetch_factor", int, "batches", "batches each worker may have ready", 2, 1, 64),
+    Field("cpu_cores", int, "cores", "host cores for loading and the training loop", 16, 1, 1024),
+    Field("cpu_speed", float, "x", "host core speed relative to the reference core", 1.0, 0.0, 100, True),
+    Field("storage", str, "", "dataset storage from the catalogue", "nvme-gen4"),
+    Field("storage_bandwidth_gbs", float, "GB/s", "storage read bandwidth", None, 0.0, 10000, True),
+    Field("storage_latency_ms", float, "ms", "storage latency per sample read", None, 0.0, 10000),
+    Field("storage_concurrency", int, "requests", "reads in flight that overlap their latency", None, 1, 4096),
+    Field("host_link", str, "", "host-to-device link from the catalogue (default: the GPU's)"),
+    Field("host_link_gbs", float, "GB/s", "host-to-device copy bandwidth (pinned)", None, 0.0, 10000, True),
+    Field("pin_memory", bool, "", "pinned host buffers: asynchronous copies at link speed", True),
+    Field("fusion", str, "", "eager kernels, compiled (fused, CUDA graphs) or TensorRT-like", "eager", choices=FUSIONS),
+    Field("dataset_gb", float, "GB", "dataset size on storage", None, 0.0, 1e7, True),
+    Field("host_cache_gb", float, "GB", "host page cache available to the dataset", 0.0, 0.0, 1e6),
+    Field("preprocess_ms_per_sample", float, "ms", "CPU decode + augment per sample on the reference core", None, 0.0, 1e5),
+    Field("input_bytes_per_sample", float, "bytes", "bytes read from storage per sample", None, 0.0, 1e10, True),
+    Field("jitter_cv", float, "", "coefficient of variation of every service time (lognormal)", 0.1, 0.0, 4.0),
+    Field("steps", int, "steps", "training or inference steps to simulate", 200, 10, 100_000),
+]}
+
+_CATALOGUE_FIELDS = {"workload": "workloads", "gpu": "gpus", "storage": "storage", "host_link": "links"}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One pipeline; a field left as None takes its catalogue entry's value."""
+    kind: str = "training"
+    workload: Any = "resnet50"
+    gpu: Any = "a100-sxm-80gb"
+    precision: str = "bf16"
+    batch_size: int | None = None
+    seq_len: int | None = None
+    loader_workers: int = 8
+    prefetch_factor: int = 2
+    cpu_cores: int = 16
+    cpu_speed: float = 1.0
+    storage: Any = "nvme-gen4"
+    storage_bandwidth_gbs: float | None = None
+    storage_latency_ms: float | None = None
+    storage_concurrency: int | None = None
+    host_link: Any = None
+    host_link_gbs: float | None = None
+    pin_memory: bool = True
+    fusion: str = "eager"
+    dataset_gb: float | None = None
+    host_cache_gb: float = 0.0
+    preprocess_ms_per_sample: float | None = None
+    input_bytes_per_sample: float | None = None
+    jitter_cv: float = 0.1
+    steps: int = 200
+
+    def __post_init__(self):
+        for name, spec in FIELDS.items():
+            value = spec.check(getattr(self, name))
+            if value is None and spec.default is not None:
+                value = spec.default
+            object.__setattr__(self, name, value)
+        for name, section in _CATALOGUE_FIELDS.items():
+            value = getattr(self, name)
+            if isinstance(value, str):
+                object.__setattr__(self, name, catalog.get(section, value)["id"])
+            elif isinstance(value, dict):
+                from .workloads import check_custom
+                check_custom(section, value)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Scenario":
+        """A scenario from a plain dict; unknown keys are refused with a suggestion."""
+        if not isinstance(data, dict):
+            raise HwsimError("scenario", data, "an object of field: value pairs")
+        unknown = [k for k in data if k not in FIELDS]
+        if unknown:
+            raise HwsimError(unknown[0], data[unknown[0]], "a known scenario field",
+                             did_you_mean(unknown[0], FIELDS) or "see `python -m jupyter_hwsim help`")
+        return cls(**data)
+
+    def to_dict(self) -> dict:
+        """Every field, JSON-serializable; None means 'from the catalogue'."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def replace(self, **changes) -> "Scenario":
+        """A new scenario with some fields changed (validated like any other)."""
+        return Scenario.from_dict({**self.to_dict(), **changes})

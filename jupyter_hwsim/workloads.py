@@ -1,0 +1,200 @@
+"""Workloads as operator lists, built from their architecture (layer shapes, not a FLOP count)."""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+from . import catalog
+from .errors import HwsimError
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operator, per sample: FLOPs, activation elements in and out, weight parameters.
+
+    rows x cols is its output matrix per group (for occupancy); groups > 1 means
+    independent matrices per sample (attention heads).
+    """
+    name: str
+    cls: str            # matmul | elementwise | norm | softmax
+    flops: float
+    act_in: float
+    act_out: float
+    params: float = 0.0
+    rows: float = 1.0
+    cols: float = 1.0
+    groups: int = 1
+
+
+def _conv(name, cin, cout, k, stride, hw_in):
+    hw = math.ceil(hw_in / stride)
+    m = hw * hw
+    return Op(name, "matmul", 2.0 * m * cout * k * k * cin, cin * hw_in * hw_in, cout * m,
+              cout * cin * k * k, m, cout), hw
+
+
+def _pointwise(name, cls, elems, n_in=1, flops_per=1.0):
+    return Op(name, cls, flops_per * elems, n_in * elems, elems, 0.0, elems, 1)
+
+
+def _resnet(w: dict) -> list[Op]:
+    ops: list[Op] = []
+    hw = w.get("image_px", 224)
+    op, hw = _conv("conv1", 3, 64, 7, 2, hw)
+    ops += [op, _pointwise("bn1", "norm", 64 * hw * hw, flops_per=5), _pointwise("relu1", "elementwise", 64 * hw * hw)]
+    hw = math.ceil(hw / 2)
+    ops.append(_pointwise("maxpool", "elementwise", 64 * hw * hw))
+    cin, bottleneck = 64, w["block"] == "bottleneck"
+    for stage, n in enumerate(w["blocks"]):
+        width = 64 * 2 ** stage
+        cout = width * 4 if bottleneck else width
+        for b in range(n):
+            stride = 2 if (b == 0 and stage > 0) else 1
+            p = f"layer{stage + 1}.{b}"
+            hw_in = hw
+            if bottleneck:
+                shapes = [(cin, width, 1, 1), (width, width, 3, stride), (width, cout, 1, 1)]
+            else:
+                shapes = [(cin, width, 3, stride), (width, cout, 3, 1)]
+            c = cin
+            for i, (ci, co, k, s) in enumerate(shapes):
+                op, hw = _conv(f"{p}.conv{i + 1}", ci, co, k, s, hw)
+                ops += [op, _pointwise(f"{p}.bn{i + 1}", "norm", co * hw * hw, flops_per=5)]
+                if i < len(shapes) - 1:
+                    ops.append(_pointwise(f"{p}.relu{i + 1}", "elementwise", co * hw * hw))
+                c = co
+            if b == 0 and (stride != 1 or cin != cout):
+                op, _ = _conv(f"{p}.downsample", cin, cout, 1, stride, hw_in)
+                ops += [op, _pointwise(f"{p}.downsample.bn", "norm", cout * hw * hw, flops_per=5)]
+            ops += [_pointwise(f"{p}.add", "elementwise", c * hw * hw, n_in=2),
+                    _pointwise(f"{p}.relu", "elementwise", c * hw * hw)]
+            cin = cout
+    ops.append(_pointwise("avgpool", "elementwise", cin, n_in=hw * hw))
+    ops.append(Op("fc", "matmul", 2.0 * cin * w["num_classes"], cin, w["num_classes"],
+                  cin * w["num_classes"], 1, w["num_classes"]))
+    return ops
+
+
+def _linear(name, s, k, n):
+    return Op(name, "matmul", 2.0 * s * k * n, s * k, s * n, k * n, s, n)
+
+
+def _transformer_layers(w: dict, s: int) -> list[Op]:
+    h, heads, kv = w["hidden"], w["heads"], w.get("kv_heads", w["heads"])
+    d, f = h // heads, w["ffn"]
+    gated = w.get("gated_ffn", False)
+    ops: list[Op] = []
+    for i in range(w["layers"]):
+        p = f"layer{i}"
+        ops += [
+            _pointwise(f"{p}.ln1", "norm", s * h, flops_per=5),
+            _linear(f"{p}.qkv", s, h, h + 2 * kv * d),
+            Op(f"{p}.attn.scores", "matmul", 2.0 * s * s * h, 2 * s * h, heads * s * s, 0, s, s, heads),
+            Op(f"{p}.attn.softmax", "softmax", 5.0 * heads * s * s, heads * s * s, heads * s * s, 0,
+               heads * s * s, 1),
+            Op(f"{p}.attn.context", "matmul", 2.0 * s * s * h, heads * s * s + s * h, s * h, 0, s, d, heads),
+            _linear(f"{p}.attn.out", s, h, h),
+            _pointwise(f"{p}.add1", "elementwise", s * h, n_in=2),
+            _pointwise(f"{p}.ln2", "norm", s * h, flops_per=5),
+            _linear(f"{p}.ffn.up", s, h, 2 * f if gated else f),
+            _pointwise(f"{p}.ffn.act", "elementwise", s * f, n_in=2 if gated else 1, flops_per=8),
+            _linear(f"{p}.ffn.down", s, f, h),
+            _pointwise(f"{p}.add2", "elementwise", s * h, n_in=2),
+        ]
+    return ops
+
+
+def _transformer(w: dict, s: int) -> list[Op]:
+    h, vocab = w["hidden"], w["vocab"]
+    emb = Op("embedding", "elementwise", 0.0, s, s * h, vocab * h, s * h, 1)
+    ops = [emb, *_transformer_layers(w, s), _pointwise("ln_f", "norm", s * h, flops_per=5),
+           _linear("lm_head", s, h, vocab)]
+    return ops
+
+
+def _vit(w: dict) -> list[Op]:
+    px, patch, h = w["image_px"], w["patch"], w["hidden"]
+    s = (px // patch) ** 2 + 1
+    op, _ = _conv("patch_embed", 3, h, patch, patch, px)
+    return [op, *_transformer_layers(w, s), _pointwise("ln_f", "norm", s * h, flops_per=5),
+            Op("head", "matmul", 2.0 * h * w["num_classes"], h, w["num_classes"], h * w["num_classes"], 1,
+               w["num_classes"])]
+
+
+def _mlp(w: dict) -> list[Op]:
+    widths, ops = w["widths"], []
+    for i, (a, b) in enumerate(zip(widths, widths[1:])):
+        ops.append(_linear(f"fc{i + 1}", 1, a, b))
+        if i < len(widths) - 2:
+            ops.append(_pointwise(f"relu{i + 1}", "elementwise", b))
+    return ops
+
+
+_BUILDERS = {"resnet": ["block", "blocks", "num_classes"],
+             "transformer": ["layers", "hidden", "heads", "ffn", "vocab"],
+             "vit": ["patch", "image_px", "layers", "hidden", "heads", "ffn", "num_classes"],
+             "mlp": ["widths"]}
+_PIPELINE = ["input_bytes_per_sample", "preprocess_ms_per_sample", "default_batch_size"]
+
+
+def check_custom(section: str, entry: dict) -> None:
+    """Refuse a custom catalogue entry that lacks what the model needs."""
+    if section != "workloads":
+        need = {"gpus": ["memory_gb", "memory_bandwidth_gbs", "peak_tflops", "parallel_units"],
+                "storage": ["bandwidth_gbs", "latency_ms", "concurrency"],
+                "links": ["bandwidth_gbs"]}[section]
+    else:
+        arch = entry.get("arch")
+        if arch not in _BUILDERS:
+            raise HwsimError("workload.arch", arch, "one of " + ", ".join(_BUILDERS))
+        need = _BUILDERS[arch] + _PIPELINE
+    for key in need:
+        if key not in entry:
+            raise HwsimError(f"{section[:-1] if section != 'storage' else section}.{key}", None,
+                             "a value for this key in the custom entry")
+
+
+def resolve(workload) -> dict:
+    """A catalogue id or a custom dict -> the entry dict."""
+    return workload if isinstance(workload, dict) else catalog.get("workloads", workload)
+
+
+def default_seq(w: dict) -> int:
+    if w["arch"] == "vit":
+        return (w["image_px"] // w["patch"]) ** 2 + 1
+    return int(w.get("seq_len", 1))
+
+
+@functools.lru_cache(maxsize=256)
+def _ops_cached(key: str, seq: int) -> tuple[Op, ...]:
+    return tuple(_build(catalog.get("workloads", key), seq))
+
+
+def _build(w: dict, seq: int) -> list[Op]:
+    arch = w["arch"]
+    if arch == "resnet":
+        return _resnet(w)
+    if arch == "transformer":
+        return _transformer(w, seq)
+    if arch == "vit":
+        return _vit(w)
+    return _mlp(w)
+
+
+def operators(workload, seq: int | None = None) -> tuple[Op, ...]:
+    """The forward operators of one sample."""
+    w = resolve(workload)
+    seq = seq or default_seq(w)
+    if isinstance(workload, str):
+        return _ops_cached(w["id"], seq)
+    return tuple(_build(w, seq))
+
+
+def device_bytes_per_sample(w: dict, seq: int) -> float:
+    """Bytes of one preprocessed sample copied to the device (fp32 images, int64 tokens)."""
+    if w["arch"] in ("resnet", "vit"):
+        return 3.0 * w.get("image_px", 224) ** 2 * 4
+    if w["arch"] == "mlp":
+        return w["widths"][0] * 4.0
+    return seq * 8.0

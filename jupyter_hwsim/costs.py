@@ -150,9 +150,11 @@ def step_cost(m: Machine) -> StepCost:
         for tag, scale, n_mm in passes:
             flops = op.flops * b * scale
             act = 0.0 if is_fused else (op.act_in + op.act_out) * b * ab * scale
+            if training and op.cls == "batchnorm" and not is_fused:
+                act += op.act_in * b * ab * scale   # batch statistics: one more pass over the input
             nbytes = act + op.params * wb * scale
             rate = peak if op.cls == MATMUL else vector
-            t_c, t_m = flops / (rate * occ), nbytes / (bw * occ)
+            t_c, t_m = flops / (rate * occ), nbytes / bw
             t = max(t_c, t_m)
             kernels = 0 if is_fused else (n_mm if op.cls == MATMUL else 1)
             if t_c >= t_m:
@@ -189,8 +191,8 @@ def memory(m: Machine) -> dict:
     ops = workloads.operators(m.workload, m.seq)
     training = m.s.kind == "training"
     fused = set(m.fusion["fuses"])
-    if training:
-        act = sum(op.act_out for op in ops if op.cls not in fused) * m.batch * ab
+    if training:   # saved for backward; in-place elementwise ops (ReLU(inplace=True), add_) save nothing more
+        act = sum(op.act_out for op in ops if op.cls not in fused and op.cls != "elementwise") * m.batch * ab
     else:
         act = 2 * max(op.act_in + op.act_out for op in ops) * m.batch * ab
     out = {

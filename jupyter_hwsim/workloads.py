@@ -17,7 +17,7 @@ class Op:
     independent matrices per sample (attention heads).
     """
     name: str
-    cls: str            # matmul | elementwise | norm | softmax
+    cls: str            # matmul | elementwise | norm | batchnorm | softmax
     flops: float
     act_in: float
     act_out: float
@@ -42,7 +42,7 @@ def _resnet(w: dict) -> list[Op]:
     ops: list[Op] = []
     hw = w.get("image_px", 224)
     op, hw = _conv("conv1", 3, 64, 7, 2, hw)
-    ops += [op, _pointwise("bn1", "norm", 64 * hw * hw, flops_per=5), _pointwise("relu1", "elementwise", 64 * hw * hw)]
+    ops += [op, _pointwise("bn1", "batchnorm", 64 * hw * hw, flops_per=5), _pointwise("relu1", "elementwise", 64 * hw * hw)]
     hw = math.ceil(hw / 2)
     ops.append(_pointwise("maxpool", "elementwise", 64 * hw * hw))
     cin, bottleneck = 64, w["block"] == "bottleneck"
@@ -60,13 +60,13 @@ def _resnet(w: dict) -> list[Op]:
             c = cin
             for i, (ci, co, k, s) in enumerate(shapes):
                 op, hw = _conv(f"{p}.conv{i + 1}", ci, co, k, s, hw)
-                ops += [op, _pointwise(f"{p}.bn{i + 1}", "norm", co * hw * hw, flops_per=5)]
+                ops += [op, _pointwise(f"{p}.bn{i + 1}", "batchnorm", co * hw * hw, flops_per=5)]
                 if i < len(shapes) - 1:
                     ops.append(_pointwise(f"{p}.relu{i + 1}", "elementwise", co * hw * hw))
                 c = co
             if b == 0 and (stride != 1 or cin != cout):
                 op, _ = _conv(f"{p}.downsample", cin, cout, 1, stride, hw_in)
-                ops += [op, _pointwise(f"{p}.downsample.bn", "norm", cout * hw * hw, flops_per=5)]
+                ops += [op, _pointwise(f"{p}.downsample.bn", "batchnorm", cout * hw * hw, flops_per=5)]
             ops += [_pointwise(f"{p}.add", "elementwise", c * hw * hw, n_in=2),
                     _pointwise(f"{p}.relu", "elementwise", c * hw * hw)]
             cin = cout

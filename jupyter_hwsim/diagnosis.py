@@ -76,9 +76,9 @@ def candidates(m, bottleneck: str, mem: dict) -> list[tuple[str, dict, str]]:
                 out.append((f"precision={p}", {"precision": p}, "fewer bytes per weight"))
         if s.fusion == "eager":
             out.append(("fusion=compiled", {"fusion": "compiled"}, "fused operators keep fewer activations"))
-        bigger = sorted((g for g in catalog.gpus().values() if g["memory_gb"] > mem["capacity_gb"]),
+        bigger = sorted((g for g in catalog.gpus().values() if g["memory_gb"] >= mem["total_gb"]),
                         key=lambda g: g["memory_gb"])
-        for g in bigger[:3]:
+        for g in bigger[:2]:
             out.append((f"gpu={g['id']}", {"gpu": g["id"]}, f"{g['memory_gb']:g} GB"))
         return out
     w = s.loader_workers

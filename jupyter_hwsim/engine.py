@@ -45,8 +45,10 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
     s, st = m.s, d.step
     warmup = max(10, s.loader_workers * s.prefetch_factor + 2, s.steps // 10)
     total = warmup + s.steps
+    # the loader keeps running ahead of the last step, as a real one does
+    produced = total + max(1, s.loader_workers * s.prefetch_factor) + 2
     rng = np.random.default_rng(seed)
-    jit = {k: _jitter(rng, s.jitter_cv, total) for k in ("storage", "pre", "copy", "gpu")}
+    jit = {k: _jitter(rng, s.jitter_cv, produced) for k in ("storage", "pre", "copy", "gpu")}
     env = simpy.Environment()
     cores = simpy.Resource(env, capacity=s.cpu_cores)
     storage = simpy.Resource(env, capacity=1)
@@ -107,9 +109,9 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
 
     def worker(i):
         track = f"worker {i}"
-        while state["next"] < total:
+        while state["next"] < produced:
             yield slots.get(1)
-            if state["next"] >= total:
+            if state["next"] >= produced:
                 return
             b = state["next"]
             state["next"] += 1
@@ -120,7 +122,7 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
             yield ready.put(b)
 
     def copier():
-        for _ in range(total):
+        while True:
             b = yield ready.get()
             slots.put(1)
             yield from copy(b)

@@ -1,0 +1,82 @@
+"""The lessons the product teaches must hold in the model."""
+import pytest
+
+from jupyter_hwsim import Scenario, estimate, simulate
+
+
+def test_more_workers_help_a_cpu_bound_pipeline_until_cores_run_out():
+    base = Scenario(workload="resnet50", gpu="a100", cpu_cores=8, jitter_cv=0.0)
+    tput = {w: simulate(base.replace(loader_workers=w), suggest=False).throughput for w in (2, 4, 8, 16, 32)}
+    assert tput[2] < tput[4] < tput[8]
+    assert tput[4] == pytest.approx(2 * tput[2], rel=0.05)
+    assert tput[16] == pytest.approx(tput[8], rel=0.05)   # workers beyond cores add nothing
+    assert tput[32] == pytest.approx(tput[8], rel=0.05)
+
+
+def test_faster_gpu_barely_helps_an_input_bound_pipeline():
+    s = Scenario(workload="resnet50", gpu="a100", storage="hdd", loader_workers=8)
+    a, h = simulate(s, suggest=False), simulate(s.replace(gpu="h100"), suggest=False)
+    assert a.bottleneck == "io"
+    assert h.throughput / a.throughput < 1.1
+    r = simulate(s)
+    gpu_change = next(x for x in r.suggestions if x["change"].startswith("gpu="))
+    assert gpu_change["speedup"] < 1.1
+    assert r.suggestions[0]["speedup"] > 1.5
+
+
+def test_batch_one_of_a_small_model_is_busy_but_not_useful():
+    r = simulate(Scenario(kind="inference", workload="bert-base", gpu="a100", batch_size=1, loader_workers=4,
+                          precision="fp16"), suggest=False)
+    assert r.utilization["gpu_busy"] > 0.5
+    assert r.utilization["gpu_mfu"] < 0.1
+    assert r.utilization["gpu_busy"] > 8 * r.utilization["gpu_mfu"]
+
+
+def test_fp16_roughly_doubles_a_compute_bound_step_on_tensor_cores():
+    s = Scenario(kind="training", workload="bert-large", gpu="a100", batch_size=16, seq_len=512,
+                 precision="tf32", loader_workers=8, jitter_cv=0.0)
+    tf32, fp16 = estimate(s, suggest=False), estimate(s.replace(precision="fp16"), suggest=False)
+    assert tf32.bottleneck == "compute"
+    assert 1.6 < fp16.throughput / tf32.throughput < 2.2
+
+
+def test_llama_70b_fp16_on_a_24gb_gpu_is_out_of_memory_with_the_breakdown():
+    for fn in (simulate, estimate):
+        r = fn(Scenario(kind="inference", workload="llama-2-70b", gpu="rtx-4090", precision="fp16"))
+        assert r.memory["oom"] and r.bottleneck == "memory_capacity"
+        assert r.memory["weights_gb"] > 130 and r.memory["capacity_gb"] == 24
+        assert "weights" in r.explanation and "24 GB" in r.explanation
+        assert r.throughput == 0
+        assert all(s["fits"] for s in r.suggestions) and any(s["change"].startswith("gpu=") for s in r.suggestions)
+
+
+def test_compiled_beats_eager_at_small_batch():
+    s = Scenario(kind="inference", workload="bert-base", gpu="h100", batch_size=1, loader_workers=4,
+                 precision="fp16", jitter_cv=0.0)
+    eager, compiled = simulate(s, suggest=False), simulate(s.replace(fusion="compiled"), suggest=False)
+    trt = simulate(s.replace(fusion="tensorrt"), suggest=False)
+    assert eager.bottleneck == "overhead"
+    assert compiled.throughput > 1.2 * eager.throughput
+    assert trt.throughput > compiled.throughput
+    assert compiled.details["kernels_per_step"] < eager.details["kernels_per_step"]
+
+
+def test_unsupported_precision_falls_back_with_a_warning():
+    r = estimate(Scenario(workload="resnet50", gpu="t4", precision="bf16", batch_size=64), suggest=False)
+    assert r.details["precision_run"] == "fp32"
+    assert any("bf16" in w for w in r.warnings)
+
+
+def test_same_seed_same_result_and_different_seed_differs():
+    s = Scenario(jitter_cv=0.3, steps=100)
+    a, b, c = simulate(s, seed=3), simulate(s, seed=3), simulate(s, seed=4)
+    strip = lambda r: {**r.to_dict(timeline=True), "sim": {**r.sim, "wall_ms": 0}}
+    assert strip(a) == strip(b)
+    assert a.throughput != c.throughput
+
+
+def test_timeline_holds_every_stage():
+    r = simulate(Scenario(loader_workers=2, steps=20), suggest=False)
+    tracks = {t[0] for t in r.timeline}
+    assert {"gpu", "storage", "host_copy", "worker 0", "worker 1"} <= tracks
+    assert all(end >= start for _, _, start, end, _ in r.timeline)

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from . import analytic, costs, diagnosis, engine
+from . import analytic, costs, diagnosis, engine, precision
 from .errors import HwsimError
 from .result import GPU_TIME_KEYS, Result
 from .scenario import Scenario
@@ -47,12 +47,17 @@ def _result(m, d, mem, method: str, state: dict | None, sim: dict, run, suggest:
     util = {k: float(min(1.0, max(0.0, v))) for k, v in util.items()}
     if not mem["oom"]:
         bottleneck = diagnosis.name_bottleneck(state["saturation"], gpu_time)
+    warnings = list(m.warnings)
+    err = precision.matmul_error(m.s.precision)
+    if err > precision.WARN_ABOVE:
+        warnings.append(f"{m.s.precision} matmul relative error {err:.1%} (measured on a 256x256 product): "
+                        "check accuracy before deploying")
     r = Result(
         scenario=m.s.to_dict(), method=method, throughput=float(x * m.batch),
         throughput_unit=UNITS[m.s.kind], latency_ms=latency, utilization=util, gpu_time=gpu_time,
         bottleneck=bottleneck, explanation=diagnosis.explain(bottleneck, m, d, util, mem), memory=mem,
-        sim=sim, warnings=list(m.warnings),
-        details={"batch_size": m.batch, "seq_len": m.seq, "precision_run": m.precision,
+        sim=sim, warnings=warnings,
+        details={"precision_error": err, "batch_size": m.batch, "seq_len": m.seq, "precision_run": m.precision,
                  "step_ms": st.step_s * 1e3, "kernels_per_step": st.kernels, "issue_ms": st.issue_s * 1e3,
                  "flops_per_step": st.flops, "hbm_bytes_per_step": st.hbm_bytes,
                  "demand_ms": {"storage": d.storage_s * 1e3, "read": d.read_s * 1e3,

@@ -80,3 +80,14 @@ def test_timeline_holds_every_stage():
     tracks = {t[0] for t in r.timeline}
     assert {"gpu", "storage", "host_copy", "worker 0", "worker 1"} <= tracks
     assert all(end >= start for _, _, start, end, _ in r.timeline)
+
+
+def test_precision_error_is_measured_and_grows_as_bits_shrink():
+    from jupyter_hwsim.precision import matmul_error
+    errs = [matmul_error(p) for p in ("fp32", "fp16", "int8", "int4")]
+    assert errs == sorted(errs) and errs[0] < 1e-6 and errs[-1] > 0.05
+    assert matmul_error("bf16") > matmul_error("fp16")   # fewer mantissa bits
+    r = estimate(Scenario(kind="inference", workload="resnet50", gpu="l4", precision="int4", batch_size=8),
+                 suggest=False)
+    assert any("relative error" in w for w in r.warnings)
+    assert r.details["precision_error"] == matmul_error("int4")

@@ -24,6 +24,9 @@ def _scenario(s) -> Scenario:
 
 
 def _percentiles(step_ms) -> dict:
+    if len(step_ms) == 1:
+        v = float(step_ms[0])
+        return {"p50": v, "p95": v, "p99": v, "mean": v}
     a = np.asarray(step_ms, dtype=float)
     return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)),
             "p99": float(np.percentile(a, 99)), "mean": float(a.mean())}

@@ -5,6 +5,7 @@ same machine; they differ only in how they combine them (events vs. closed form)
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -133,7 +134,21 @@ def _occupancy(op, batch: int, units: int, tile: int) -> float:
 
 
 def step_cost(m: Machine) -> StepCost:
-    """Roofline cost of one step: forward (+ backward + optimizer when training)."""
+    """Roofline cost of one step: forward (+ backward + optimizer when training); cached per configuration."""
+    s = m.s
+    if all(isinstance(v, str) for v in (s.workload, s.gpu)):
+        return _step_cost_cached(s.workload, s.gpu, s.kind, s.precision, s.fusion, m.batch, m.seq, s.cpu_speed)
+    return _step_cost(m)
+
+
+@functools.lru_cache(maxsize=1024)
+def _step_cost_cached(workload, gpu, kind, precision, fusion, batch, seq, cpu_speed) -> StepCost:
+    s = Scenario(workload=workload, gpu=gpu, kind=kind, precision=precision, fusion=fusion, batch_size=batch,
+                 seq_len=seq, cpu_speed=cpu_speed)
+    return _step_cost(resolve(s))
+
+
+def _step_cost(m: Machine) -> StepCost:
     dev, b, training = m.device, m.batch, m.s.kind == "training"
     peak = dev["peak_tflops"][m.precision] * 1e12 * dev["compute_efficiency"]
     peaks = dev["peak_tflops"]

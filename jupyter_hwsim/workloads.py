@@ -186,7 +186,7 @@ def operators(workload, seq: int | None = None) -> tuple[Op, ...]:
     """The forward operators of one sample."""
     w = resolve(workload)
     seq = seq or default_seq(w)
-    if isinstance(workload, str):
+    if isinstance(workload, str) or ("id" in w and catalog.workloads().get(w["id"]) is w):
         return _ops_cached(w["id"], seq)
     return tuple(_build(w, seq))
 

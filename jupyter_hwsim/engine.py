@@ -61,32 +61,32 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
     state = {"next": 0}
     wall0 = time.perf_counter()
 
+    def hold(resource, key, duration):
+        """Queue for the resource, hold it for duration, record the busy span; returns its start."""
+        with resource.request() as req:
+            yield req
+            t1 = env.now
+            yield env.timeout(duration)
+            busy[key].add(t1, env.now)
+        return t1
+
     def read(b, track):
         if d.storage_s <= 0:
             return
         t0 = env.now
-        with storage.request() as req:
-            yield req
-            t1 = env.now
-            yield env.timeout(d.storage_s * jit["storage"][b])
-            busy["storage"].add(t1, env.now)
-            timeline.append(("storage", "read", t1, env.now, b))
-        rest = (d.read_s - d.storage_s) * jit["storage"][b]
+        t1 = yield from hold(storage, "storage", d.storage_s * jit["storage"][b])
+        timeline.append(("storage", "read", t1, env.now, b))
+        rest = (d.read_s - d.storage_s) * jit["storage"][b]   # latency in flight, beyond the device's share
         if rest > 0:
             yield env.timeout(rest)
         stamps.setdefault(b, {})["io"] = (t0, env.now)
-        if track:
-            timeline.append((track, "read", t0, env.now, b))
+        timeline.append((track, "read", t0, env.now, b))
 
     def preprocess(b, track):
         if d.preprocess_s <= 0:
             return
         t0 = env.now
-        with cores.request() as req:
-            yield req
-            t1 = env.now
-            yield env.timeout(d.preprocess_s * jit["pre"][b])
-            busy["cpu"].add(t1, env.now)
+        t1 = yield from hold(cores, "cpu", d.preprocess_s * jit["pre"][b])
         stamps.setdefault(b, {})["pre"] = (t0, env.now)
         timeline.append((track, "preprocess", t1, env.now, b))
 
@@ -94,11 +94,7 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
         if d.copy_s <= 0:
             return
         t0 = env.now
-        with link.request() as req:
-            yield req
-            t1 = env.now
-            yield env.timeout(d.copy_s * jit["copy"][b])
-            busy["link"].add(t1, env.now)
+        t1 = yield from hold(link, "link", d.copy_s * jit["copy"][b])
         stamps.setdefault(b, {})["copy"] = (t0, env.now)
         timeline.append(("host_copy", "copy", t1, env.now, b))
 
@@ -129,11 +125,7 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
             yield device_q.put(b)
 
     def issue(b):
-        with cores.request() as req:
-            yield req
-            t1 = env.now
-            yield env.timeout(st.issue_s * jit["gpu"][b])
-            busy["cpu"].add(t1, env.now)
+        yield from hold(cores, "cpu", st.issue_s * jit["gpu"][b])
 
     def loop():
         for k in range(total):

@@ -194,12 +194,11 @@ def measure(m, d, out: dict) -> dict:
         if rest > 0:   # queued before a worker took it: blame the busier upstream stage
             key = "input_io" if util["storage"] >= util["cpu"] else "input_preprocess"
             waits[key] += rest
-    gpu_time = {"compute": x * st.compute_s * 1.0, "memory": x * st.memory_s, "launch": 0.0}
-    # the jitter scales kernels; measure busy shares directly and split them by the cost model
+    # jitter scales kernels: measure the busy share and split it as the cost model does
     gpu_share = busy["gpu"].within(lo, hi) / window
     cm = st.compute_s + st.memory_s
-    gpu_time["compute"] = gpu_share * st.compute_s / cm if cm else 0.0
-    gpu_time["memory"] = gpu_share * st.memory_s / cm if cm else 0.0
+    gpu_time = {"compute": gpu_share * st.compute_s / cm if cm else 0.0,
+                "memory": gpu_share * st.memory_s / cm if cm else 0.0}
     for k, v in waits.items():
         gpu_time[k] = v / window
     steps_wall = sum(max(0.0, min(b, hi) - max(a, lo)) for (trk, _, a, b, _) in out["timeline"] if trk == "gpu")

@@ -17,7 +17,6 @@ import simpy
 
 from .errors import HwsimError
 
-MAX_EVENTS = 5_000_000
 
 
 class _Busy:

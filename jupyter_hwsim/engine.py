@@ -18,7 +18,6 @@ import simpy
 from .errors import HwsimError
 
 
-
 class _Busy:
     """Busy intervals of one resource, clipped to the measured window later."""
     __slots__ = ("spans",)

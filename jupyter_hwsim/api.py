@@ -6,12 +6,12 @@ import time
 
 import numpy as np
 
-from . import analytic, costs, diagnosis, engine, precision
+from . import analytic, costs, diagnosis, engine, llm, precision, serving
 from .errors import HwsimError
 from .result import GPU_TIME_KEYS, Result
 from .scenario import Scenario
 
-UNITS = {"training": "samples/s", "inference": "samples/s"}
+UNITS = {"training": "samples/s", "inference": "samples/s", "serving": "requests/s", "llm": "tokens/s"}
 SUGGEST_STEPS = 60
 
 
@@ -32,91 +32,157 @@ def _percentiles(step_ms) -> dict:
             "p99": float(np.percentile(a, 99)), "mean": float(a.mean())}
 
 
-def _result(m, d, mem, method: str, state: dict | None, sim: dict, run, suggest: bool, timeline=()) -> Result:
+def _core_state(m, d, method, seed, budget_s):
+    """Training and offline inference: the DataLoader pipeline (engine) or its bottleneck law (analytic)."""
     st = d.step
+    sim, timeline = {}, []
+    if method == "estimate":
+        state = analytic.steady_state(m, d)
+    else:
+        out = engine.run(m, d, seed, budget_s)
+        state = engine.measure(m, d, out)
+        timeline = out["timeline"]
+        sim = {"events": out["events"], "simulated_s": float(out["ends"][-1]), "warmup_s": float(state["warmup_s"])}
+    x = state["batches_per_s"]
+    state.update(throughput=x * m.batch, latency_ms=_percentiles(state["step_ms"]), flops_per_s=x * st.flops,
+                 bytes_per_s=x * st.hbm_bytes, extra={})
+    return state, sim, timeline
+
+
+def _serving_state(m, bc, method, seed, budget_s):
+    if method == "estimate":
+        state, sim, timeline = serving.steady_state(m, bc), {}, []
+    else:
+        out = serving.run(m, bc, seed, budget_s)
+        state = serving.measure(m, bc, out)
+        timeline = out["timeline"]
+        sim = {"events": out["events"], "simulated_s": float(out["end"]), "warmup_s": float(state["warmup_s"])}
+    state["extra"] = {k: state[k] for k in ("goodput", "latency_breakdown_ms", "batch_sizes")}
+    return state, sim, timeline
+
+
+def _llm_state(m, dc, method, seed, budget_s):
+    if method == "estimate":
+        state, sim = llm.steady_state(m, dc), {}
+    else:
+        out = llm.run(m, dc, seed, budget_s)
+        state = llm.measure(m, dc, out)
+        sim = {"events": out["events"], "simulated_s": float(out["end"]), "warmup_s": float(state["warmup_s"])}
+    state["throughput"] = state["tokens_per_s"]
+    state["extra"] = {"ttft_ms": state["ttft_ms"], "tokens_per_s_per_stream": state["per_stream"],
+                      "goodput": state["requests_per_s"] * state["slo_fraction"]}
+    return state, sim, []
+
+
+def _prepare(s: Scenario):
+    """The resolved machine, its per-kind costs, its memory footprint and the state function."""
+    m = costs.resolve(s)
+    if s.kind == "serving":
+        return m, serving.BatchCosts(m), costs.memory(m), _serving_state
+    if s.kind == "llm":
+        return m, llm.decode_cost(m), llm.memory(m), _llm_state
+    return m, costs.demands(m), costs.memory(m), _core_state
+
+
+def _details(m, d, mem, state) -> dict:
+    s = m.s
+    if s.kind == "llm":
+        b = m.batch
+        per_token = d.bytes_per_step(1, s.prompt_tokens + s.output_tokens / 2.0)
+        pre = llm.prefill(m, 1)
+        ops = d.op_costs(b)
+        step = {k: float(v[0]) for k, v in d.steps(b, [b * (s.prompt_tokens + s.output_tokens / 2.0)]).items()}
+        return {"concurrency": b, "prompt_tokens": s.prompt_tokens, "output_tokens": s.output_tokens,
+                "precision_run": m.precision, "kv_precision": llm.kv_precision(s),
+                "bytes_per_token_single_stream": per_token,
+                "effective_bandwidth_gbs": d.r.bw / 1e9,
+                "decode_step_ms": step["step"] * 1e3, "prefill_ms": pre.step_s * 1e3,
+                "kernels_per_step": d.linear(b)[4] + d.ctx_kernels,
+                "kv_gb_per_sequence": mem["kv_gb_per_sequence"],
+                "e2e_ms": state.get("e2e_ms") if state else None,
+                "ops": ops}
+    st = d.step if s.kind != "serving" else d.step(m.batch)
+    out = {"batch_size": m.batch, "seq_len": m.seq, "precision_run": m.precision,
+           "step_ms": st.step_s * 1e3, "kernels_per_step": st.kernels, "issue_ms": st.issue_s * 1e3,
+           "flops_per_step": st.flops, "hbm_bytes_per_step": st.hbm_bytes,
+           "ops": [{"name": o.name, "class": o.cls, "flops": o.flops, "bytes": o.bytes, "time_ms": o.time_s * 1e3,
+                    "bound": o.bound, "occupancy": o.occupancy} for o in st.ops]}
+    if s.kind == "serving":
+        out.update(max_batch_size=m.batch, offered_rps=serving.offered_rate(s),
+                   demand_ms={"preprocess": d.pre_s * 1e3, "copy": d.copy(m.batch) * 1e3},
+                   capacity_rps=(state or {}).get("capacity_rps"), in_system=(state or {}).get("in_system"))
+    else:
+        out["demand_ms"] = {"storage": d.storage_s * 1e3, "read": d.read_s * 1e3,
+                            "preprocess": d.preprocess_s * 1e3, "copy": d.copy_s * 1e3}
+    return out
+
+
+def _run(scenario, method: str, seed: int, suggest: bool, budget_s: float) -> Result:
+    t0 = time.perf_counter()
+    s = _scenario(scenario)
+    m, d, mem, state_fn = _prepare(s)
+    state, sim, timeline = None, {}, []
+    if not mem["oom"]:
+        state, sim, timeline = state_fn(m, d, method, seed, budget_s)
+    r = _result(m, d, mem, method, state, timeline)
+    r.sim = {"events": 0, "simulated_s": 0.0, "warmup_s": 0.0, **sim,
+             "seed": int(seed) if method == "simulate" else None}
+    if suggest:
+        def rerun(c):
+            return _run(c.replace(steps=min(c.steps, SUGGEST_STEPS)) if method == "simulate" else c,
+                        method, seed, False, budget_s)
+        base = rerun(s) if (method == "simulate" and not mem["oom"] and s.steps > SUGGEST_STEPS) else r
+        r.suggestions = diagnosis.suggestions(m, base, r.bottleneck, mem, rerun)
+    r.sim["wall_ms"] = (time.perf_counter() - t0) * 1e3
+    return r
+
+
+def _result(m, d, mem, method: str, state: dict | None, timeline=()) -> Result:
+    zero = dict.fromkeys(("p50", "p95", "p99", "mean"), 0.0)
     if mem["oom"]:
         bottleneck = "memory_capacity"
         x, util = 0.0, {"storage": 0.0, "cpu": 0.0, "host_link": 0.0, "gpu_busy": 0.0}
         gpu_time = dict.fromkeys(GPU_TIME_KEYS, 0.0) | {"idle": 1.0}
-        latency = dict.fromkeys(("p50", "p95", "p99", "mean"), 0.0)
+        latency, flops_s, bytes_s, extra = zero, 0.0, 0.0, {}
     else:
-        x = state["batches_per_s"]
-        util, gpu_time = dict(state["utilization"]), state["gpu_time"]
-        gpu_time = {k: float(gpu_time.get(k, 0.0)) for k in GPU_TIME_KEYS}
-        latency = _percentiles(state["step_ms"])
-    peak = m.device["peak_tflops"][m.precision] * 1e12
-    util["gpu_mfu"] = x * st.flops / peak
-    util["hbm_bw"] = min(1.0, x * st.hbm_bytes / (m.device["memory_bandwidth_gbs"] * 1e9))
-    util = {k: float(min(1.0, max(0.0, v))) for k, v in util.items()}
-    if not mem["oom"]:
+        x, latency = state["throughput"], state["latency_ms"]
+        util = dict(state["utilization"])
+        gpu_time = {k: float(state["gpu_time"].get(k, 0.0)) for k in GPU_TIME_KEYS}
+        flops_s, bytes_s, extra = state["flops_per_s"], state["bytes_per_s"], state["extra"]
         bottleneck = diagnosis.name_bottleneck(state["saturation"], gpu_time)
+    replicas = m.s.replicas if m.s.kind == "serving" else 1
+    util["gpu_mfu"] = flops_s / (m.device["peak_tflops"][m.precision] * 1e12)
+    util["hbm_bw"] = bytes_s / (m.device["memory_bandwidth_gbs"] * 1e9)
+    util = {k: float(min(1.0, max(0.0, v))) for k, v in util.items()}
     warnings = list(m.warnings)
     err = precision.matmul_error(m.s.precision)
     if err > precision.WARN_ABOVE:
         warnings.append(f"{m.s.precision} matmul relative error {err:.1%} (measured on a 256x256 product): "
                         "check accuracy before deploying")
+    details = _details(m, d, mem, state)
+    details["precision_error"] = err
+    if replicas > 1:
+        details["replicas"] = replicas
     r = Result(
-        scenario=m.s.to_dict(), method=method, throughput=float(x * m.batch),
-        throughput_unit=UNITS[m.s.kind], latency_ms=latency, utilization=util, gpu_time=gpu_time,
-        bottleneck=bottleneck, explanation=diagnosis.explain(bottleneck, m, d, util, mem), memory=mem,
-        sim=sim, warnings=warnings,
-        details={"precision_error": err, "batch_size": m.batch, "seq_len": m.seq, "precision_run": m.precision,
-                 "step_ms": st.step_s * 1e3, "kernels_per_step": st.kernels, "issue_ms": st.issue_s * 1e3,
-                 "flops_per_step": st.flops, "hbm_bytes_per_step": st.hbm_bytes,
-                 "demand_ms": {"storage": d.storage_s * 1e3, "read": d.read_s * 1e3,
-                               "preprocess": d.preprocess_s * 1e3, "copy": d.copy_s * 1e3},
-                 "ops": [{"name": o.name, "class": o.cls, "flops": o.flops, "bytes": o.bytes,
-                          "time_ms": o.time_s * 1e3, "bound": o.bound, "occupancy": o.occupancy}
-                         for o in st.ops]},
-        timeline=list(timeline),
-    )
-    if suggest:
-        r.suggestions = diagnosis.suggestions(m, r.throughput, bottleneck, mem, run)
+        scenario=m.s.to_dict(), method=method, throughput=float(x), throughput_unit=UNITS[m.s.kind],
+        latency_ms=latency, utilization=util, gpu_time=gpu_time, bottleneck=bottleneck,
+        explanation=diagnosis.explain(bottleneck, m, d, util, mem, state), memory=mem, sim={}, warnings=warnings,
+        details=details, timeline=list(timeline), **extra)
+    if m.s.kind == "llm":
+        r.max_concurrency = mem["max_concurrency"]
     return r
 
 
 def estimate(scenario, suggest: bool = True) -> Result:
-    """Closed-form steady state (bottleneck and utilization laws); same Result type."""
-    t0 = time.perf_counter()
-    s = _scenario(scenario)
-    m = costs.resolve(s)
-    d = costs.demands(m)
-    mem = costs.memory(m)
-    state = None if mem["oom"] else analytic.steady_state(m, d)
-    sim = {"events": 0, "wall_ms": 0.0, "simulated_s": 0.0, "seed": None, "warmup_s": 0.0}
-    r = _result(m, d, mem, "estimate", state, sim, lambda c: estimate(c, suggest=False), suggest)
-    r.sim["wall_ms"] = (time.perf_counter() - t0) * 1e3
-    return r
+    """Closed-form steady state (bottleneck and utilization laws, queueing formulas); same Result type."""
+    return _run(scenario, "estimate", 0, suggest, 20.0)
 
 
 def simulate(scenario, seed: int = 0, suggest: bool = True, budget_s: float = 20.0) -> Result:
     """Discrete-event simulation; the same scenario and seed give the same result."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise HwsimError("seed", seed, "a non-negative integer")
-    t0 = time.perf_counter()
-    s = _scenario(scenario)
-    m = costs.resolve(s)
-    d = costs.demands(m)
-    mem = costs.memory(m)
-    state, timeline = None, []
-    sim = {"events": 0, "simulated_s": 0.0, "seed": int(seed), "warmup_s": 0.0}
-    if not mem["oom"]:
-        out = engine.run(m, d, int(seed), budget_s)
-        state = engine.measure(m, d, out)
-        timeline = out["timeline"]
-        sim.update(events=out["events"], simulated_s=float(out["ends"][-1]), warmup_s=float(state["warmup_s"]))
-
-    def rerun(c):
-        return simulate(c.replace(steps=min(c.steps, SUGGEST_STEPS)), seed, suggest=False, budget_s=budget_s)
-
-    base = None
-    if suggest and not mem["oom"] and s.steps > SUGGEST_STEPS:
-        base = rerun(s).throughput   # compare like with like: the same short run
-    r = _result(m, d, mem, "simulate", state, sim, rerun, False, timeline)
-    if suggest:
-        r.suggestions = diagnosis.suggestions(m, base or r.throughput, r.bottleneck, mem, rerun)
-    r.sim["wall_ms"] = (time.perf_counter() - t0) * 1e3
-    return r
+    return _run(scenario, "simulate", int(seed), suggest, budget_s)
 
 
 def sweep(scenario, seed: int = 0, method: str = "simulate", **axes) -> list[Result]:

@@ -5,7 +5,7 @@ same machine; they differ only in how they combine them (events vs. closed form)
 """
 from __future__ import annotations
 
-import functools
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -97,11 +97,19 @@ def resolve(s: Scenario) -> Machine:
     dev = _entry("gpus", s.gpu)
     sto = _entry("storage", s.storage)
     link = _entry("links", s.host_link or dev.get("host_link", "pcie4"))
-    prec, warnings = effective_precision(dev, s.precision)
+    # LLM int8/int4 is weight-only quantization: the math runs at 16 bits
+    math_precision = "fp16" if s.kind == "llm" and s.precision in ("int8", "int4") else s.precision
+    prec, warnings = effective_precision(dev, math_precision)
     seq = s.seq_len or workloads.default_seq(w)
+    if s.kind == "serving":
+        batch = s.max_batch_size or s.batch_size or 8
+    elif s.kind == "llm":
+        batch = s.concurrency or 16
+    else:
+        batch = s.batch_size or int(w["default_batch_size"])
     return Machine(
         s=s, workload=w, device=dev, storage=sto, link=link, fusion=catalog.get("fusion", s.fusion),
-        batch=s.batch_size or int(w["default_batch_size"]), seq=seq, precision=prec, warnings=warnings,
+        batch=batch, seq=seq, precision=prec, warnings=warnings,
         storage_gbs=s.storage_bandwidth_gbs or sto["bandwidth_gbs"],
         storage_latency_ms=sto["latency_ms"] if s.storage_latency_ms is None else s.storage_latency_ms,
         storage_concurrency=s.storage_concurrency or int(sto["concurrency"]),
@@ -118,9 +126,22 @@ def value_bytes(precision: str) -> float:
     return float(catalog.get("precisions", precision)["bytes"])
 
 
-def activation_bytes(precision: str) -> float:
-    """int4 is weight-only quantization: activations stay 16-bit."""
-    return 2.0 if precision == "int4" else value_bytes(precision)
+QUANTIZED = ("fp8", "int8", "int4")
+
+
+def weight_bytes(s: Scenario) -> float:
+    """Bytes per weight, with a 16-bit scale per group for quantized formats (Q4_0: 4.5 bits)."""
+    wb = value_bytes(s.precision)
+    if s.precision in QUANTIZED and s.weight_group_size:
+        wb += 2.0 / s.weight_group_size
+    return wb
+
+
+def activation_bytes(precision: str, kind: str = "inference") -> float:
+    """int4 (and int8 for LLMs) is weight-only quantization: activations stay 16-bit."""
+    if precision == "int4" or (kind == "llm" and precision in QUANTIZED):
+        return 2.0
+    return value_bytes(precision)
 
 
 def _occupancy(op, batch: int, units: int, tile: int) -> float:
@@ -133,43 +154,72 @@ def _occupancy(op, batch: int, units: int, tile: int) -> float:
     return min(1.0, tiles / units)
 
 
-def step_cost(m: Machine) -> StepCost:
-    """Roofline cost of one step: forward (+ backward + optimizer when training); cached per configuration."""
-    s = m.s
+@dataclass(frozen=True)
+class Rates:
+    """What one device does per second at one precision: the roofline's two roofs and its launch cost."""
+    matmul: float        # FLOP/s on tensor cores
+    vector: float        # FLOP/s on the vector units (elementwise, norms, softmax)
+    bw: float            # achievable HBM bytes/s
+    launch_s: float      # device-side gap per kernel
+    units: int
+    tile: int
+
+
+def rates(m: Machine) -> Rates:
+    dev, peaks = m.device, m.device["peak_tflops"]
+    eff = dev["compute_efficiency"]
+    return Rates(peaks[m.precision] * 1e12 * eff, peaks.get("fp32", min(peaks.values())) * 1e12 * eff,
+                 dev["memory_bandwidth_gbs"] * 1e9 * dev["memory_efficiency"], dev["launch_overhead_us"] * 1e-6,
+                 dev["parallel_units"], dev["tile"])
+
+
+def roofline(op, b: int, r: Rates, wb: float, ab: float, fused: bool, scale: float = 1.0,
+             occupancy: bool = True) -> tuple[float, float, float, float]:
+    """(flops, bytes, compute-roof seconds, memory-roof seconds) of one operator pass over b samples."""
+    flops = op.flops * b * scale
+    act = 0.0 if fused else (op.act_in + op.act_out) * b * ab * scale
+    nbytes = act + op.params * wb * scale
+    occ = _occupancy(op, b, r.units, r.tile) if occupancy else 1.0
+    return flops, nbytes, flops / ((r.matmul if op.cls == MATMUL else r.vector) * occ), nbytes / r.bw
+
+
+_STEP_CACHE: dict = {}
+
+
+def step_cost(m: Machine, batch: int | None = None, seq: int | None = None) -> StepCost:
+    """Roofline cost of one step at a batch (default the scenario's): forward (+ backward + optimizer
+    when training); cached per configuration."""
+    batch, seq = batch or m.batch, seq or m.seq
+    s, key = m.s, None
     if all(isinstance(v, str) for v in (s.workload, s.gpu)):
-        return _step_cost_cached(s.workload, s.gpu, s.kind, s.precision, s.fusion, m.batch, m.seq, s.cpu_speed)
-    return _step_cost(m)
-
-
-@functools.lru_cache(maxsize=1024)
-def _step_cost_cached(workload, gpu, kind, precision, fusion, batch, seq, cpu_speed) -> StepCost:
-    s = Scenario(workload=workload, gpu=gpu, kind=kind, precision=precision, fusion=fusion, batch_size=batch,
-                 seq_len=seq, cpu_speed=cpu_speed)
-    return _step_cost(resolve(s))
+        key = (s.workload, s.gpu, s.kind == "training", s.kind == "llm", s.precision, m.precision, s.fusion,
+               batch, seq, s.cpu_speed, s.weight_group_size)
+        hit = _STEP_CACHE.get(key)
+        if hit is not None:
+            return hit
+    c = _step_cost(m if (batch, seq) == (m.batch, m.seq) else dataclasses.replace(m, batch=batch, seq=seq))
+    if key is not None:
+        if len(_STEP_CACHE) > 4096:
+            _STEP_CACHE.clear()
+        _STEP_CACHE[key] = c
+    return c
 
 
 def _step_cost(m: Machine) -> StepCost:
-    dev, b, training = m.device, m.batch, m.s.kind == "training"
-    peak = dev["peak_tflops"][m.precision] * 1e12 * dev["compute_efficiency"]
-    peaks = dev["peak_tflops"]
-    vector = peaks.get("fp32", min(peaks.values())) * 1e12 * dev["compute_efficiency"]
-    bw = dev["memory_bandwidth_gbs"] * 1e9 * dev["memory_efficiency"]
-    wb, ab = value_bytes(m.s.precision), activation_bytes(m.s.precision)
-    launch = dev["launch_overhead_us"] * 1e-6
+    b, training = m.batch, m.s.kind == "training"
+    r = rates(m)
+    wb, ab = weight_bytes(m.s), activation_bytes(m.s.precision, m.s.kind)
     fused = set(m.fusion["fuses"])
     c = StepCost()
     passes = [("fwd", 1.0, 1)] + ([("bwd", 2.0, 2)] if training else [])
     for op in workloads.operators(m.workload, m.seq):
-        occ = _occupancy(op, b, dev["parallel_units"], dev["tile"])
         is_fused = op.cls in fused
         for tag, scale, n_mm in passes:
-            flops = op.flops * b * scale
-            act = 0.0 if is_fused else (op.act_in + op.act_out) * b * ab * scale
+            flops, nbytes, t_c, t_m = roofline(op, b, r, wb, ab, is_fused, scale)
             if training and op.cls == "batchnorm" and not is_fused:
-                act += op.act_in * b * ab * scale   # batch statistics: one more pass over the input
-            nbytes = act + op.params * wb * scale
-            rate = peak if op.cls == MATMUL else vector
-            t_c, t_m = flops / (rate * occ), nbytes / bw
+                extra = op.act_in * b * ab * scale   # batch statistics: one more pass over the input
+                nbytes += extra
+                t_m += extra / r.bw
             t = max(t_c, t_m)
             kernels = 0 if is_fused else (n_mm if op.cls == MATMUL else 1)
             if t_c >= t_m:
@@ -179,19 +229,20 @@ def _step_cost(m: Machine) -> StepCost:
             c.flops += flops
             c.hbm_bytes += nbytes
             c.kernels += kernels
-            c.launch_dev_s += kernels * launch
+            c.launch_dev_s += kernels * r.launch_s
             if tag == "fwd":
-                c.ops.append(OpCost(op.name, op.cls, flops, nbytes, t, "compute" if t_c >= t_m else "memory", occ))
+                c.ops.append(OpCost(op.name, op.cls, flops, nbytes, t, "compute" if t_c >= t_m else "memory",
+                                    _occupancy(op, b, r.units, r.tile)))
     if training:   # Adam: read param, grad, m, v (+fp32 master); write param, m, v
         params = parameters(m)
         nbytes = params * (wb * 3 + 8 * 2 + (8 if wb < 4 else 0))
-        t = nbytes / bw
+        t = nbytes / r.bw
         tensors = sum(1 for op in workloads.operators(m.workload, m.seq) if op.params)
         kernels = math.ceil(tensors / 36)   # foreach multi_tensor_apply: up to 36 tensors per launch
         c.memory_s += t
         c.hbm_bytes += nbytes
         c.kernels += kernels
-        c.launch_dev_s += kernels * launch
+        c.launch_dev_s += kernels * r.launch_s
     c.issue_s = c.kernels * m.fusion["issue_us"] * 1e-6 / m.s.cpu_speed
     return c
 
@@ -202,7 +253,7 @@ def parameters(m: Machine) -> float:
 
 def memory(m: Machine) -> dict:
     """Device memory: weights, gradients, optimizer state, activations, workspace (GB)."""
-    p, wb, ab = parameters(m), value_bytes(m.s.precision), activation_bytes(m.s.precision)
+    p, wb, ab = parameters(m), weight_bytes(m.s), activation_bytes(m.s.precision, m.s.kind)
     ops = workloads.operators(m.workload, m.seq)
     training = m.s.kind == "training"
     fused = set(m.fusion["fuses"])

@@ -15,27 +15,93 @@ def name_bottleneck(saturation: dict, gpu_time: dict) -> str:
     """The most saturated stage; inside the training loop, its largest share of wall time.
 
     saturation: busy fraction of io, cpu (cores or workers), host_link (async copies)
-    and loop (the step loop not waiting for input). In a pipeline the limiting stage
-    is the one that is never idle.
+    and loop (the step loop not waiting for input); serving and llm add arrivals
+    (the GPU's idle share: nothing saturates, the load is light). In a pipeline the
+    limiting stage is the one that is never idle.
     """
-    stage = max(("loop", "io", "cpu", "host_link"), key=lambda k: saturation.get(k, 0.0))
+    stage = max(("loop", "io", "cpu", "host_link", "arrivals"), key=lambda k: saturation.get(k, 0.0))
     if stage != "loop":
         return stage
     part = max(_PART_TO_BOTTLENECK, key=lambda k: gpu_time.get(k, 0.0))
     return _PART_TO_BOTTLENECK[part]
 
 
-def explain(b: str, m, d, util: dict, mem: dict) -> str:
+def explain(b: str, m, d, util: dict, mem: dict, state: dict | None = None) -> str:
     """One or two plain sentences for a student."""
+    if m.s.kind == "llm":
+        return _explain_llm(b, m, d, util, mem, state)
+    if m.s.kind == "serving":
+        return _explain_serving(b, m, d, util, mem, state)
+    return _explain_pipeline(b, m, d, util, mem)
+
+
+def _oom(m, mem) -> str:
+    parts = {k: v for k, v in mem.items() if k.endswith("_gb") and k not in ("total_gb", "capacity_gb")}
+    top = sorted(parts, key=parts.get, reverse=True)[:2]
+    what = " and ".join(f"{k[:-3].replace('_', ' ')} {parts[k]:.1f} GB" for k in top)
+    return (f"Out of memory: this needs {mem['total_gb']:.1f} GB ({what}) but the "
+            f"{m.device.get('name', 'device')} has {mem['capacity_gb']:.0f} GB. ")
+
+
+def _explain_llm(b, m, d, util, mem, state) -> str:
+    s = m.s
+    if b == "memory_capacity":
+        return (_oom(m, mem) + f"Each sequence's KV cache takes {mem['kv_gb_per_sequence']:.2f} GB, so at most "
+                f"{mem['max_concurrency']} fit: lower concurrency, a lower KV precision or weight precision, "
+                "or a bigger device.")
+    weights = mem["weights_gb"]
+    if b == "arrivals":
+        return (f"The GPU idles {util and (1 - util['gpu_busy']):.0%} of the time waiting for requests: at "
+                f"{s.arrival_rate_rps:g} requests/s there is not enough work to batch. Latency here is the "
+                "single-stream speed; more load would raise tokens/s at little cost.")
+    if b == "memory_bw":
+        return (f"Decoding is memory-bound: every step reads all {weights:.1f} GB of weights plus the KV cache "
+                f"to make one token per sequence (HBM {util['hbm_bw']:.0%} busy, math {util['gpu_mfu']:.0%} of "
+                f"peak). Tokens/s per stream is about bandwidth / bytes per token; more concurrent sequences "
+                "share each weight read, and fewer bytes per weight (int8, int4) speed up every step.")
+    if b == "overhead":
+        return ("The GPU waits on kernel launches: each decode step runs hundreds of small kernels whose "
+                "launch cost exceeds their run time. CUDA graphs or a compiled engine (fusion=compiled or "
+                "tensorrt) remove most of it.")
+    return (f"Decoding is compute-bound: with {m.batch} sequences per step the math units reach "
+            f"{util['gpu_mfu']:.0%} of peak {m.precision}. More concurrency now adds latency per token, not "
+            "throughput; a faster chip or lower-precision math helps.")
+
+
+def _explain_serving(b, m, d, util, mem, state) -> str:
+    s = m.s
+    if b == "memory_capacity":
+        return _oom(m, mem) + "Use a smaller max_batch_size, a lower precision or a device with more memory."
+    step_ms = d.step(m.batch).step_s * 1e3
+    if b == "arrivals":
+        cap = (state or {}).get("capacity_rps")
+        cap_txt = f" against a capacity of about {cap:,.0f}" if cap else ""
+        rate = f"{s.arrival_rate_rps or 100:g} requests/s" if not s.concurrency or s.arrival_rate_rps else \
+            f"{s.concurrency} clients"
+        return (f"Nothing saturates: the GPU idles {1 - util['gpu_busy']:.0%} of the time waiting for requests "
+                f"({rate}{cap_txt}). Latency is one batch's service plus the batcher's wait; a faster GPU "
+                "would only idle more.")
+    if b == "cpu":
+        return (f"Preprocessing limits the server: each request costs {d.pre_s * 1e3:.2f} ms of CPU on "
+                f"{min(s.loader_workers or 1, s.cpu_cores)} worker(s). More workers or cores, or cheaper "
+                "preprocessing, raise capacity.")
+    if b == "host_link":
+        return (f"Copying batches to the device binds: {d.copy(m.batch) * 1e3:.2f} ms per batch of {m.batch} "
+                f"over {m.link.get('name', 'the host link')}.")
+    if b == "overhead":
+        return (f"The GPU waits on kernel launches: a batch of {m.batch} runs in {step_ms:.2f} ms, most of it "
+                "issuing kernels. Larger batches, compilation or a TensorRT-like engine amortize them.")
+    bound = "memory-bound" if b == "memory_bw" else "compute-bound"
+    return (f"The GPU is saturated and {bound}: a full batch of {m.batch} takes {step_ms:.2f} ms, so requests "
+            "queue. A larger max_batch_size (if the latency budget allows), more replicas, lower precision "
+            "or a faster GPU raise capacity.")
+
+
+def _explain_pipeline(b: str, m, d, util: dict, mem: dict) -> str:
     s, step = m.s, d.step
     step_ms = step.step_s * 1e3
     if b == "memory_capacity":
-        parts = {k: v for k, v in mem.items() if k.endswith("_gb") and k not in ("total_gb", "capacity_gb")}
-        top = sorted(parts, key=parts.get, reverse=True)[:2]
-        what = " and ".join(f"{k[:-3].replace('_', ' ')} {parts[k]:.1f} GB" for k in top)
-        return (f"Out of memory: this needs {mem['total_gb']:.1f} GB ({what}) but the "
-                f"{m.device.get('name', 'device')} has {mem['capacity_gb']:.0f} GB. "
-                "Use a smaller batch, a lower precision or a device with more memory.")
+        return _oom(m, mem) + "Use a smaller batch, a lower precision or a device with more memory."
     if b == "io":
         return (f"The GPU waits on storage: reading a batch of {m.batch} samples keeps the "
                 f"{m.storage.get('name', 'storage')} busy {d.storage_s * 1e3:.1f} ms against a "
@@ -63,8 +129,85 @@ def explain(b: str, m, d, util: dict, mem: dict) -> str:
             "Only a lower precision (faster tensor cores), less work per sample or a faster chip help.")
 
 
+def _next_gpu(m):
+    gid = m.device.get("id")
+    if gid in GPU_LADDER[:-1]:
+        return GPU_LADDER[GPU_LADDER.index(gid) + 1]
+    return "h100-sxm" if gid != "h100-sxm" else "b200"
+
+
+def _lower_precisions(s, options):
+    here = catalog.get("precisions", s.precision)["bytes"]
+    return [p for p in options if catalog.get("precisions", p)["bytes"] < here]
+
+
+def _llm_candidates(m, bottleneck: str, mem: dict) -> list[tuple[str, dict, str]]:
+    s, out = m.s, []
+    if bottleneck == "memory_capacity":
+        if mem["max_concurrency"] >= 1:
+            k = mem["max_concurrency"]
+            out.append((f"concurrency={k}", {"concurrency": k}, "the most sequences whose KV cache fits"))
+        if catalog.get("precisions", s.kv_precision or "fp16")["bytes"] > 1:
+            out.append(("kv_precision=fp8", {"kv_precision": "fp8"}, "half the KV cache"))
+        for p in _lower_precisions(s, ("int8", "int4")):
+            out.append((f"precision={p}", {"precision": p}, "fewer bytes per weight"))
+        bigger = sorted((g for g in catalog.gpus().values() if g["memory_gb"] >= mem["total_gb"]),
+                        key=lambda g: g["memory_gb"])
+        for g in bigger[:2]:
+            out.append((f"gpu={g['id']}", {"gpu": g["id"]}, f"{g['memory_gb']:g} GB"))
+        return out
+    if m.batch * 2 <= max(1, mem["max_concurrency"]):
+        out.append((f"concurrency={m.batch * 2}", {"concurrency": m.batch * 2}, "more sequences share each weight read"))
+    if s.batching == "static":
+        out.append(("batching=continuous", {"batching": "continuous"}, "no waiting for the longest sequence"))
+    for p in _lower_precisions(s, ("int8", "int4")):
+        out.append((f"precision={p}", {"precision": p}, "fewer bytes per weight to read every step"))
+    if s.fusion == "eager":
+        out.append(("fusion=compiled", {"fusion": "compiled"}, "fewer kernels per step"))
+    if s.fusion != "tensorrt":
+        out.append(("fusion=tensorrt", {"fusion": "tensorrt"}, "fused attention, graph launch"))
+    out.append((f"gpu={_next_gpu(m)}", {"gpu": _next_gpu(m)}, "more bandwidth and FLOP/s"))
+    return out
+
+
+def _serving_candidates(m, bottleneck: str, mem: dict) -> list[tuple[str, dict, str]]:
+    s, out = m.s, []
+    if bottleneck == "memory_capacity":
+        b = m.batch
+        while b > 1 and len(out) < 4:
+            b //= 2
+            out.append((f"max_batch_size={b}", {"max_batch_size": b}, "less activation memory"))
+        for p in _lower_precisions(s, ("bf16", "int8")):
+            out.append((f"precision={p}", {"precision": p}, "fewer bytes per value"))
+        return out
+    out.append((f"max_batch_size={2 * m.batch}", {"max_batch_size": 2 * m.batch}, "larger batches amortize weights"))
+    if m.batch > 1:
+        out.append((f"max_batch_size={m.batch // 2}", {"max_batch_size": m.batch // 2}, "shorter batches"))
+    if s.max_queue_delay_ms > 0:
+        out.append(("max_queue_delay_ms=0", {"max_queue_delay_ms": 0.0}, "dispatch without waiting for companions"))
+    out.append((f"replicas={s.replicas + 1}", {"replicas": s.replicas + 1}, "one more model instance"))
+    w = s.loader_workers
+    out.append((f"loader_workers={max(1, 2 * w)}", {"loader_workers": max(1, 2 * w)}, "more preprocessing workers"))
+    if s.precision in ("fp32", "tf32"):
+        p = "bf16" if "bf16" in m.device["peak_tflops"] else "fp16"
+        out.append((f"precision={p}", {"precision": p}, "tensor-core math, half the bytes"))
+    elif s.precision in ("fp16", "bf16"):
+        out.append(("precision=int8", {"precision": "int8"}, "half the bytes again"))
+    if s.fusion != "tensorrt":
+        out.append(("fusion=tensorrt", {"fusion": "tensorrt"}, "fused engine, graph launch"))
+    if not s.pin_memory:
+        out.append(("pin_memory=true", {"pin_memory": True}, "asynchronous copies"))
+    out.append((f"gpu={_next_gpu(m)}", {"gpu": _next_gpu(m), "host_link": None, "host_link_gbs": None},
+                "a faster chip"))
+    return out
+
+
 def candidates(m, bottleneck: str, mem: dict) -> list[tuple[str, dict, str]]:
     """Changes worth trying: (label, fields to change, why)."""
+    if m.s.kind == "llm":
+        return _llm_candidates(m, bottleneck, mem)
+    if m.s.kind == "serving":
+        return _serving_candidates(m, bottleneck, mem)
     s, out = m.s, []
     if bottleneck == "memory_capacity":
         b = m.batch
@@ -106,18 +249,29 @@ def candidates(m, bottleneck: str, mem: dict) -> list[tuple[str, dict, str]]:
     if s.kind == "inference" and s.fusion != "tensorrt":
         out.append(("fusion=tensorrt", {"fusion": "tensorrt"}, "fused engine, graph launch"))
     out.append((f"batch_size={2 * m.batch}", {"batch_size": 2 * m.batch}, "more work per kernel"))
-    gid = m.device.get("id")
-    if gid in GPU_LADDER[:-1]:
-        nxt = GPU_LADDER[GPU_LADDER.index(gid) + 1]
-    else:
-        nxt = "h100-sxm" if gid != "h100-sxm" else "b200"
+    nxt = _next_gpu(m)
     out.append((f"gpu={nxt}", {"gpu": nxt, "host_link": None, "host_link_gbs": None}, "a faster chip"))
     return out
 
 
+def merit(r) -> tuple[float, str]:
+    """What a change should improve: throughput, unless the offered load is already met (serving, llm with
+    arrivals), where it is the p99 latency (its inverse, so bigger is better)."""
+    s = r.scenario
+    offered = None
+    if s["kind"] == "serving":
+        offered = s.get("arrival_rate_rps") or (None if s.get("concurrency") else 100.0)
+    elif s["kind"] == "llm" and s.get("arrival_rate_rps"):
+        offered = s["arrival_rate_rps"] * s["output_tokens"]
+    if offered and r.throughput >= 0.97 * offered and r.latency_ms["p99"] > 0:
+        return 1.0 / r.latency_ms["p99"], "p99 latency"
+    return r.throughput, "throughput"
+
+
 def suggestions(m, base, bottleneck: str, mem: dict, run) -> list[dict]:
-    """Each candidate re-run through `run(scenario)`; ranked by measured speed-up."""
+    """Each candidate re-run through `run(scenario)`; ranked by the measured speed-up of merit()."""
     out = []
+    base_v, metric = merit(base)
     for label, change, why in candidates(m, bottleneck, mem):
         try:
             r = run(m.s.replace(**change))
@@ -128,8 +282,12 @@ def suggestions(m, base, bottleneck: str, mem: dict, run) -> list[dict]:
                 out.append({"change": label, "speedup": None, "fits": True,
                             "total_gb": round(r.memory["total_gb"], 2), "why": why})
             continue
-        sp = r.throughput / base if base > 0 else None
+        v = r.throughput if metric == "throughput" else (1.0 / r.latency_ms["p99"] if r.latency_ms["p99"] > 0
+                                                         else 0.0)
+        sp = v / base_v if base_v > 0 else None
         item = {"change": label, "speedup": round(sp, 3) if sp is not None else None, "why": why}
+        if metric != "throughput":
+            item["metric"] = metric
         if r.memory["oom"]:
             item.update(speedup=None, why="out of memory")
         out.append(item)

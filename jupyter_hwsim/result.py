@@ -26,6 +26,16 @@ class Result:
     warnings: list = field(default_factory=list)
     details: dict = field(default_factory=dict)      # per-step costs, demands, roofline ops
     timeline: list = field(default_factory=list, repr=False)   # (track, name, start_s, end_s, batch)
+    # serving and llm
+    goodput: float | None = None               # requests/s within latency_slo_ms
+    latency_breakdown_ms: dict | None = None   # serving: mean ms per request in each part of its latency
+    batch_sizes: dict | None = None            # serving: batch size -> fraction of batches formed
+    ttft_ms: dict | None = None                # llm: time to first token
+    tokens_per_s_per_stream: float | None = None
+    max_concurrency: int | None = None         # llm: most sequences whose KV cache fits
+
+    KIND_KEYS = ("goodput", "latency_breakdown_ms", "batch_sizes", "ttft_ms", "tokens_per_s_per_stream",
+                 "max_concurrency")
 
     def to_dict(self, timeline: bool = False) -> dict[str, Any]:
         """JSON-serializable dict: the metrics of DESIGN section 3 plus "scenario"."""
@@ -33,6 +43,9 @@ class Result:
             "throughput", "throughput_unit", "latency_ms", "utilization", "gpu_time", "bottleneck",
             "explanation", "suggestions", "memory", "sim", "method", "warnings", "details")}
         d["scenario"] = self.scenario
+        for k in self.KIND_KEYS:
+            if getattr(self, k) is not None:
+                d[k] = getattr(self, k)
         if timeline:
             d["timeline"] = [list(t) for t in self.timeline]
         return d
@@ -43,8 +56,9 @@ class Result:
     def summary(self) -> str:
         """A few plain lines for a terminal or a handout."""
         u, lat = self.utilization, self.latency_ms
+        per = {"requests/s": "request", "tokens/s": "token"}.get(self.throughput_unit, "step")
         lines = [
-            f"throughput  {self.throughput:,.1f} {self.throughput_unit}   step p50 {lat['p50']:.2f} ms  "
+            f"throughput  {self.throughput:,.1f} {self.throughput_unit}   {per} p50 {lat['p50']:.2f} ms  "
             f"p99 {lat['p99']:.2f} ms",
             f"bottleneck  {self.bottleneck}: {self.explanation}",
             "utilization " + "  ".join(f"{k} {u[k]:.0%}" for k in UTIL_KEYS),
@@ -52,6 +66,17 @@ class Result:
             f"memory      {self.memory['total_gb']:.1f} of {self.memory['capacity_gb']:.0f} GB"
             + ("  OUT OF MEMORY" if self.memory["oom"] else ""),
         ]
+        if self.ttft_ms is not None:
+            lines.append(f"llm         first token p50 {self.ttft_ms['p50']:.1f} ms   "
+                         f"{self.tokens_per_s_per_stream or 0:.1f} tokens/s per stream   "
+                         f"fits {self.max_concurrency} sequences")
+        if self.latency_breakdown_ms is not None:
+            lines.append("latency     " + "  ".join(f"{k.replace('_', ' ')} {v:.2f} ms"
+                                                    for k, v in self.latency_breakdown_ms.items()))
+            sizes = sorted(self.batch_sizes or {})
+            lines.append(f"batches     sizes {sizes[0]}..{sizes[-1]}" if sizes else "batches     none")
+        if self.goodput is not None:
+            lines.append(f"goodput     {self.goodput:,.1f} requests/s within {self.scenario.get('latency_slo_ms')} ms")
         for w in self.warnings:
             lines.append(f"warning     {w}")
         if self.suggestions:

@@ -9,7 +9,11 @@ from typing import Any
 from . import catalog
 from .errors import HwsimError, did_you_mean
 
-KINDS = ("training", "inference")
+KINDS = ("training", "inference", "serving", "llm")
+BATCHING = ("static", "continuous")
+PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
+# the workload a kind starts from when none is named
+DEFAULT_WORKLOAD = {"training": "resnet50", "inference": "resnet50", "serving": "resnet50", "llm": "llama-2-7b"}
 FUSIONS = ("eager", "compiled", "tensorrt")
 
 
@@ -71,10 +75,11 @@ class Field:
 
 FIELDS = {f.name: f for f in [
     Field("kind", str, "", "what the pipeline does", "training", choices=KINDS),
-    Field("workload", str, "", "model from the catalogue, or a dict of its architecture", "resnet50"),
+    Field("workload", str, "", "model from the catalogue, or a dict of its architecture "
+          "(default resnet50; llama-2-7b for llm)"),
     Field("gpu", str, "", "accelerator from the catalogue", "a100-sxm-80gb"),
     Field("precision", str, "", "number format of weights and math", "bf16",
-          choices=("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")),
+          choices=PRECISIONS),
     Field("batch_size", int, "samples", "samples per step", None, 1, 65536),
     Field("seq_len", int, "tokens", "tokens per sample (transformers)", None, 1, 1_048_576),
     Field("loader_workers", int, "processes", "DataLoader worker processes (0: load in the main process)", 8, 0, 1024),
@@ -94,7 +99,31 @@ FIELDS = {f.name: f for f in [
     Field("preprocess_ms_per_sample", float, "ms", "CPU decode + augment per sample on the reference core", None, 0.0, 1e5),
     Field("input_bytes_per_sample", float, "bytes", "bytes read from storage per sample", None, 0.0, 1e10, True),
     Field("jitter_cv", float, "", "coefficient of variation of every service time (lognormal)", 0.1, 0.0, 4.0),
-    Field("steps", int, "steps", "training or inference steps to simulate", 200, 10, 100_000),
+    Field("steps", int, "steps", "steps (training, inference) or requests (serving, llm) to simulate",
+          200, 10, 100_000),
+    # serving and llm
+    Field("arrival_rate_rps", float, "req/s", "Poisson request rate (serving: default 100 unless concurrency "
+          "gives a closed loop; llm: none means all requests at once, offline)", None, 0.0, 1e7, True),
+    Field("concurrency", int, "clients", "serving: closed-loop clients; llm: sequences sharing a decode step "
+          "(default 16)", None, 1, 65536),
+    Field("think_time_ms", float, "ms", "closed-loop client think time between requests (exponential)",
+          0.0, 0.0, 1e7),
+    Field("max_batch_size", int, "requests", "dynamic batcher: largest batch (default batch_size, else 8)",
+          None, 1, 65536),
+    Field("max_queue_delay_ms", float, "ms", "dynamic batcher: longest a request waits for companions",
+          1.0, 0.0, 1e5),
+    Field("latency_slo_ms", float, "ms", "latency budget for goodput and best_batch", 100.0, 0.0, 1e7, True),
+    Field("replicas", int, "GPUs", "identical model instances, each on its own GPU", 1, 1, 1024),
+    Field("prompt_tokens", int, "tokens", "llm: prompt length (prefill)", 512, 1, 1_048_576),
+    Field("output_tokens", int, "tokens", "llm: mean generated tokens per request", 128, 1, 1_048_576),
+    Field("output_tokens_cv", float, "", "llm: coefficient of variation of output lengths (lognormal)",
+          0.5, 0.0, 4.0),
+    Field("batching", str, "", "llm: static (a batch waits for its longest sequence) or continuous "
+          "(sequences join every step)", "continuous", choices=BATCHING),
+    Field("kv_precision", str, "", "llm: KV-cache number format (default: 16-bit for int weights, "
+          "else the precision)", None, choices=PRECISIONS),
+    Field("weight_group_size", int, "weights", "weights per 16-bit quantization scale (int8/int4/fp8; "
+          "0: per-channel, negligible; 32: llama.cpp Q4_0/Q8_0, MLC q4f16_1; 128: GPTQ/AWQ)", 0, 0, 65536),
 ]}
 
 _CATALOGUE_FIELDS = {"workload": "workloads", "gpu": "gpus", "storage": "storage", "host_link": "links"}
@@ -104,7 +133,7 @@ _CATALOGUE_FIELDS = {"workload": "workloads", "gpu": "gpus", "storage": "storage
 class Scenario:
     """One pipeline; a field left as None takes its catalogue entry's value."""
     kind: str = "training"
-    workload: Any = "resnet50"
+    workload: Any = None
     gpu: Any = "a100-sxm-80gb"
     precision: str = "bf16"
     batch_size: int | None = None
@@ -127,6 +156,19 @@ class Scenario:
     input_bytes_per_sample: float | None = None
     jitter_cv: float = 0.1
     steps: int = 200
+    arrival_rate_rps: float | None = None
+    concurrency: int | None = None
+    think_time_ms: float = 0.0
+    max_batch_size: int | None = None
+    max_queue_delay_ms: float = 1.0
+    latency_slo_ms: float = 100.0
+    replicas: int = 1
+    prompt_tokens: int = 512
+    output_tokens: int = 128
+    output_tokens_cv: float = 0.5
+    batching: str = "continuous"
+    kv_precision: str | None = None
+    weight_group_size: int = 0
 
     def __post_init__(self):
         for name, spec in FIELDS.items():
@@ -134,6 +176,8 @@ class Scenario:
             if value is None and spec.default is not None:
                 value = spec.default
             object.__setattr__(self, name, value)
+        if self.workload is None:
+            object.__setattr__(self, "workload", DEFAULT_WORKLOAD[self.kind])
         for name, section in _CATALOGUE_FIELDS.items():
             value = getattr(self, name)
             if isinstance(value, str):
@@ -141,6 +185,23 @@ class Scenario:
             elif isinstance(value, dict):
                 from .workloads import check_custom
                 check_custom(section, value)
+        if self.kind == "llm":
+            self._check_llm()
+
+    def _check_llm(self):
+        from .workloads import resolve
+        w = resolve(self.workload)
+        if w.get("arch") != "transformer" or "vocab" not in w:
+            raise HwsimError("workload", w.get("id", "custom"), "a language model (a transformer with a vocabulary) "
+                             "for kind=llm", "e.g. llama-2-7b")
+        ctx = self.seq_len or int(w.get("seq_len", 2048))
+        if self.prompt_tokens >= ctx:
+            raise HwsimError("prompt_tokens", self.prompt_tokens,
+                             f"fewer than the {ctx}-token context of {w.get('id', 'the model')}")
+        if self.prompt_tokens + self.output_tokens > ctx:
+            raise HwsimError("output_tokens", self.output_tokens,
+                             f"at most {ctx - self.prompt_tokens} (context {ctx} minus {self.prompt_tokens} "
+                             "prompt tokens)")
 
     @classmethod
     def from_dict(cls, data: dict) -> "Scenario":

@@ -113,6 +113,49 @@ def _transformer(w: dict, s: int) -> list[Op]:
     return ops
 
 
+def decode_operators(w: dict) -> tuple[list[Op], list[Op]]:
+    """One decode step of one sequence: (operators per new token, attention operators per cached token).
+
+    The new token's embedding is a row gather, not a read of the table; attention
+    reads the K and V of every cached token (act_in counts them as cache values).
+    """
+    h, heads, kv = w["hidden"], w["heads"], w.get("kv_heads", w["heads"])
+    d, f, gated = h // heads, w["ffn"], w.get("gated_ffn", False)
+    kvd, rotary = kv * d, w.get("rotary", False)
+    per_token = [Op("embedding", "elementwise", 0.0, h, h, 0.0, h, 1)]
+    per_ctx = []
+    for i in range(w["layers"]):   # at the granularity of the reference implementation: one op, one kernel
+        p = f"layer{i}"
+        per_token += [_pointwise(f"{p}.ln1", "norm", h, flops_per=5),
+                      _linear(f"{p}.q", 1, h, h), _linear(f"{p}.k", 1, h, kvd), _linear(f"{p}.v", 1, h, kvd)]
+        if rotary:
+            per_token += [_pointwise(f"{p}.rope.q", "elementwise", h, flops_per=3),
+                          _pointwise(f"{p}.rope.k", "elementwise", kvd, flops_per=3)]
+        per_token += [_pointwise(f"{p}.cache.k", "elementwise", kvd), _pointwise(f"{p}.cache.v", "elementwise", kvd),
+                      _linear(f"{p}.attn.out", 1, h, h),
+                      _pointwise(f"{p}.add1", "elementwise", h, n_in=2),
+                      _pointwise(f"{p}.ln2", "norm", h, flops_per=5)]
+        if gated:
+            per_token += [_linear(f"{p}.ffn.gate", 1, h, f), _linear(f"{p}.ffn.up", 1, h, f),
+                          _pointwise(f"{p}.ffn.act", "elementwise", f, flops_per=8),
+                          _pointwise(f"{p}.ffn.mul", "elementwise", f, n_in=2)]
+        else:
+            per_token += [_linear(f"{p}.ffn.up", 1, h, f), _pointwise(f"{p}.ffn.act", "elementwise", f, flops_per=8)]
+        per_token += [_linear(f"{p}.ffn.down", 1, f, h), _pointwise(f"{p}.add2", "elementwise", h, n_in=2)]
+        per_ctx += [   # per cached token: q.k over all heads, then the weighted sum of V
+            Op(f"{p}.attn.scores", "matmul", 2.0 * h, kvd, heads, 0, 1, 1, heads),
+            Op(f"{p}.attn.softmax", "softmax", 5.0 * heads, heads, heads, 0, heads, 1),
+            Op(f"{p}.attn.context", "matmul", 2.0 * h, kvd + heads, 0, 0, 1, d, heads),
+        ]
+    per_token += [_pointwise("ln_f", "norm", h, flops_per=5), _linear("lm_head", 1, h, w["vocab"])]
+    return per_token, per_ctx
+
+
+def kv_values_per_token(w: dict) -> float:
+    """K and V values cached per token: 2 x layers x kv_heads x head_dim."""
+    return 2.0 * w["layers"] * w.get("kv_heads", w["heads"]) * (w["hidden"] // w["heads"])
+
+
 def _vit(w: dict) -> list[Op]:
     px, patch, h = w["image_px"], w["patch"], w["hidden"]
     s = (px // patch) ** 2 + 1

@@ -1,0 +1,433 @@
+"""LLM generation (kind="llm"): prefill, decode steps that read every weight and the KV cache, static and
+continuous batching.
+
+A decode step of B sequences holding C cached tokens in all costs
+  linear(B) + C x attention-per-cached-token + launch gaps
+(the weights are read once per step and shared by the batch; each sequence
+reads its own K and V). The engine advances from event to event (an arrival, a
+sequence finishing, a prefill); between events the batch is fixed, so its steps
+are summed in closed form, one event per segment rather than per token.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from statistics import NormalDist
+
+import numpy as np
+import simpy
+
+from . import costs, workloads
+from .engine import _jitter
+
+PREFILL_CHUNK_TOKENS = 8192   # prefill activations are held for at most this many tokens at once
+
+
+def kv_precision(s) -> str:
+    """KV-cache format: as asked, else 16-bit beside integer weights, else the model's precision."""
+    if s.kv_precision:
+        return s.kv_precision
+    return "fp16" if s.precision in ("int8", "int4") else s.precision
+
+
+@dataclass
+class DecodeCost:
+    """Costs of decode steps as linear functions of the cached tokens C, per batch size B."""
+    m: object
+    r: costs.Rates
+    wb: float
+    ab: float
+    kvb: float
+    issue_s: float                 # CPU seconds to issue one kernel
+    per_token: list
+    per_ctx: list
+    ctx_compute_s: float = 0.0     # per cached token
+    ctx_memory_s: float = 0.0
+    ctx_flops: float = 0.0
+    ctx_bytes: float = 0.0
+    ctx_kernels: int = 0
+    _lin: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        fused = set(self.m.fusion["fuses"])
+        flash = "softmax" in fused          # fused attention: scores never written to HBM
+        heads = self.m.workload["heads"]
+        for op in self.per_ctx:
+            cache = op.act_in - (heads if op.name.endswith("context") else 0)
+            if op.cls == "softmax":
+                if flash:
+                    continue
+                nbytes = 2 * heads * self.ab
+            else:
+                nbytes = cache * self.kvb + (0 if flash else heads * self.ab)
+            rate = self.r.matmul if op.cls == costs.MATMUL else self.r.vector
+            t_c, t_m = op.flops / rate, nbytes / self.r.bw
+            if t_c >= t_m:
+                self.ctx_compute_s += t_c
+            else:
+                self.ctx_memory_s += t_m
+            self.ctx_flops += op.flops
+            self.ctx_bytes += nbytes
+            self.ctx_kernels += 1
+
+    def linear(self, b: int) -> tuple[float, float, float, float, int]:
+        """(compute_s, memory_s, flops, bytes, kernels) of the per-token operators at batch b."""
+        hit = self._lin.get(b)
+        if hit is None:
+            fused = set(self.m.fusion["fuses"])
+            cs = ms = fl = by = 0.0
+            k = 0
+            for op in self.per_token:
+                f, nb, t_c, t_m = costs.roofline(op, b, self.r, self.wb, self.ab, op.cls in fused)
+                if t_c >= t_m:
+                    cs += t_c
+                else:
+                    ms += t_m
+                fl, by = fl + f, by + nb
+                k += 0 if op.cls in fused else 1
+            hit = self._lin[b] = (cs, ms, fl, by, k)
+        return hit
+
+    def steps(self, b: int, ctx) -> dict:
+        """Per-step arrays for cached-token totals ctx (one value per step)."""
+        cs, ms, fl, by, k = self.linear(b)
+        ctx = np.asarray(ctx, dtype=float)
+        kernels = k + self.ctx_kernels
+        compute = cs + ctx * self.ctx_compute_s
+        memory = ms + ctx * self.ctx_memory_s
+        launch = kernels * self.r.launch_s
+        kernel = compute + memory + launch
+        issue = kernels * self.issue_s
+        return {"compute": compute, "memory": memory, "launch": launch + np.maximum(0.0, issue - kernel),
+                "step": np.maximum(kernel, issue), "issue": np.full(ctx.shape, issue),
+                "flops": fl + ctx * self.ctx_flops, "bytes": by + ctx * self.ctx_bytes}
+
+    def op_costs(self, b: int) -> list[dict]:
+        """The roofline of one decode step at batch b, operator by operator (attention at the mean context)."""
+        s, fused = self.m.s, set(self.m.fusion["fuses"])
+        ctx = b * (s.prompt_tokens + s.output_tokens / 2.0)
+        out = []
+        for op in self.per_token:
+            f, nb, t_c, t_m = costs.roofline(op, b, self.r, self.wb, self.ab, op.cls in fused)
+            out.append({"name": op.name, "class": op.cls, "flops": f, "bytes": nb, "time_ms": max(t_c, t_m) * 1e3,
+                        "bound": "compute" if t_c >= t_m else "memory",
+                        "occupancy": costs._occupancy(op, b, self.r.units, self.r.tile)})
+        n_layers = self.m.workload["layers"]
+        ratio = self.ctx_flops / self.ctx_bytes if self.ctx_bytes else 0.0
+        for i in range(n_layers):
+            out.append({"name": f"layer{i}.attention", "class": "attention", "flops": ctx * self.ctx_flops / n_layers,
+                        "bytes": ctx * self.ctx_bytes / n_layers,
+                        "time_ms": ctx * (self.ctx_compute_s + self.ctx_memory_s) / n_layers * 1e3,
+                        "bound": "compute" if ratio * self.r.bw > self.r.matmul else "memory", "occupancy": 1.0})
+        return out
+
+    def bytes_per_step(self, b: int, ctx: float) -> float:
+        return self.linear(b)[3] + ctx * self.ctx_bytes
+
+
+def decode_cost(m) -> DecodeCost:
+    per_token, per_ctx = workloads.decode_operators(m.workload)
+    s = m.s
+    return DecodeCost(m, costs.rates(m), costs.weight_bytes(s), costs.activation_bytes(s.precision, "llm"),
+                      costs.value_bytes(kv_precision(s)), m.fusion["issue_us"] * 1e-6 / s.cpu_speed,
+                      per_token, per_ctx)
+
+
+def prefill(m, b: int):
+    """StepCost of prefilling b prompts together (one forward over prompt_tokens each)."""
+    return costs.step_cost(m, batch=b, seq=m.s.prompt_tokens)
+
+
+def memory(m) -> dict:
+    """Weights, KV cache of every sequence in flight at its full length, prefill activations."""
+    s, w = m.s, m.workload
+    p = costs.parameters(m)
+    kv_tok = workloads.kv_values_per_token(w) * costs.value_bytes(kv_precision(s))
+    per_seq = kv_tok * (s.prompt_tokens + s.output_tokens)
+    ops = workloads.operators(w, 1)
+    tokens = min(m.batch * s.prompt_tokens, max(PREFILL_CHUNK_TOKENS, s.prompt_tokens))
+    act = 2 * max(op.act_in + op.act_out for op in ops) * tokens * costs.activation_bytes(s.precision, "llm")
+    out = {"weights_gb": p * costs.weight_bytes(s) / 1e9, "gradients_gb": 0.0, "optimizer_gb": 0.0,
+           "activations_gb": act / 1e9, "kv_cache_gb": m.batch * per_seq / 1e9,
+           "workspace_gb": float(m.device["workspace_gb"])}
+    out["total_gb"] = sum(out.values())
+    out["capacity_gb"] = float(m.device["memory_gb"])
+    out["oom"] = out["total_gb"] > out["capacity_gb"]
+    free = out["capacity_gb"] - out["weights_gb"] - out["activations_gb"] - out["workspace_gb"]
+    out["max_concurrency"] = max(0, int(free * 1e9 // per_seq))
+    out["kv_gb_per_sequence"] = per_seq / 1e9
+    return out
+
+
+def _output_lengths(s, rng, n: int) -> np.ndarray:
+    cap = (s.seq_len or 10 ** 9) - s.prompt_tokens
+    if s.output_tokens_cv <= 0:
+        return np.full(n, s.output_tokens, dtype=np.int64)
+    o = np.rint(s.output_tokens * _jitter(rng, s.output_tokens_cv, n))
+    return np.clip(o, 1, cap).astype(np.int64)
+
+
+class _Acc:
+    """Totals over the run: GPU time by cause, FLOPs, bytes, CPU issue time, and token records."""
+
+    def __init__(self):
+        self.t = {"compute": 0.0, "memory": 0.0, "launch": 0.0}
+        self.flops = self.bytes = self.issue = 0.0
+        self.busy = []          # (start, end, compute, memory, launch, flops, bytes, issue, tokens)
+
+    def add(self, start, dur, compute, memory, launch, flops, nbytes, issue, tokens):
+        self.busy.append((start, start + dur, compute, memory, launch, flops, nbytes, issue, tokens))
+
+
+def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
+    """Serve every request; returns per-request times, inter-token gaps and GPU busy records."""
+    import time
+    wall0 = time.perf_counter()
+    s = m.s
+    n = s.steps
+    rng = np.random.default_rng(seed)
+    out_len = _output_lengths(s, rng, n)
+    if s.arrival_rate_rps:
+        arrive = np.cumsum(rng.exponential(1.0 / s.arrival_rate_rps, n))
+    else:
+        arrive = np.zeros(n)
+    cv = s.jitter_cv
+    conc = m.batch
+    env = simpy.Environment()
+    acc = _Acc()
+    first = np.full(n, np.nan)     # first token (end of prefill)
+    done = np.full(n, np.nan)
+    gaps = []                      # arrays of inter-token gaps (seconds)
+    state = {"next": 0}
+
+    def jit():
+        return float(_jitter(rng, cv, 1)[0]) if cv > 0 else 1.0
+
+    def do_prefill(batch):
+        c = prefill(m, len(batch))
+        j = jit()
+        dur = c.step_s * j
+        acc.add(env.now, dur, c.compute_s * j, c.memory_s * j, (c.step_s - c.compute_s - c.memory_s) * j,
+                c.flops, c.hbm_bytes, c.issue_s, len(batch))
+        yield env.timeout(dur)
+        first[batch] = env.now
+
+    def admit(waiting):
+        while state["next"] < n and arrive[state["next"]] <= env.now + 1e-15:
+            waiting.append(state["next"])
+            state["next"] += 1
+
+    def decode(active_ids, ctx0, k, useful=None):
+        """k decode steps of a fixed batch whose cached tokens start at ctx0; returns the step durations.
+
+        useful: tokens that count (static batching computes finished sequences as padding)."""
+        b = len(active_ids)
+        st = d.steps(b, ctx0 + b * np.arange(k))
+        j = _jitter(rng, cv, k) if cv > 0 else np.ones(k)
+        dur = st["step"] * j
+        acc.add(env.now, float(dur.sum()), float((st["compute"] * j).sum()), float((st["memory"] * j).sum()),
+                float((st["launch"] * j).sum()), float(st["flops"].sum()), float(st["bytes"].sum()),
+                float(st["issue"].sum()), b * k if useful is None else useful)
+        return dur
+
+    def check_budget():
+        if time.perf_counter() - wall0 > budget_s:
+            from .errors import HwsimError
+            raise HwsimError("steps", s.steps, f"a run that fits the {budget_s:g} s simulation budget",
+                             "lower steps")
+
+    def static():
+        waiting = []
+        while state["next"] < n or waiting:
+            admit(waiting)
+            if not waiting:
+                yield env.timeout(arrive[state["next"]] - env.now)
+                continue
+            batch = np.array(waiting[:conc])
+            del waiting[:conc]
+            yield from do_prefill(batch)
+            longest = int(out_len[batch].max())
+            if longest > 1:   # every sequence is computed until the longest finishes
+                t0 = env.now
+                dur = decode(batch, len(batch) * (s.prompt_tokens + 1), longest - 1,
+                             useful=int((out_len[batch] - 1).sum()))
+                yield env.timeout(float(dur.sum()))
+                ends = t0 + np.cumsum(dur)
+                for i in batch:
+                    o = int(out_len[i])
+                    if o > 1:
+                        gaps.append(np.diff(np.concatenate(([first[i]], ends[:o - 1]))))
+            done[batch] = env.now   # the batch returns together
+            check_budget()
+
+    def continuous():
+        waiting, active = [], []
+        made = np.zeros(n, dtype=np.int64)     # tokens generated so far
+        last = np.zeros(n)
+        while state["next"] < n or waiting or active:
+            admit(waiting)
+            free = conc - len(active)
+            if free > 0 and waiting:
+                new = np.array(waiting[:free])
+                del waiting[:free]
+                yield from do_prefill(new)
+                made[new] = 1
+                last[new] = first[new]
+                fin = new[out_len[new] <= 1]
+                done[fin] = env.now
+                active += [int(i) for i in new if out_len[i] > 1]
+                continue
+            if not active:
+                yield env.timeout(arrive[state["next"]] - env.now)
+                continue
+            ids = np.array(active)
+            left = out_len[ids] - made[ids]
+            k = int(left.min())
+            ctx0 = float((s.prompt_tokens + made[ids]).sum())
+            if free > 0 and state["next"] < n:   # stop at the next arrival: it joins at the next step
+                st1 = d.steps(len(ids), [ctx0])["step"][0]
+                k = max(1, min(k, int(math.ceil((arrive[state["next"]] - env.now) / max(st1, 1e-12)))))
+            t0 = env.now
+            dur = decode(ids, ctx0, k)
+            yield env.timeout(float(dur.sum()))
+            ends = t0 + np.cumsum(dur)
+            gaps.append(ends[0] - last[ids])
+            if k > 1:
+                gaps.append(np.repeat(dur[1:], len(ids)))
+            made[ids] += k
+            last[ids] = ends[-1]
+            fin = ids[made[ids] >= out_len[ids]]
+            done[fin] = env.now
+            active = [int(i) for i in ids if made[i] < out_len[i]]
+            check_budget()
+
+    env.process(static() if s.batching == "static" else continuous())
+    env.run()
+    return {"arrive": arrive, "first": first, "done": done, "out_len": out_len, "acc": acc,
+            "gaps": np.concatenate(gaps) if gaps else np.zeros(1), "events": next(env._eid),
+            "end": env.now, "wall_ms": (time.perf_counter() - wall0) * 1e3}
+
+
+def _window(out: dict, s) -> tuple[float, float]:
+    """Offline: the whole run. With arrivals: from the 10th-percentile arrival to the last one."""
+    if not s.arrival_rate_rps:
+        return 0.0, out["end"]
+    a = out["arrive"]
+    return float(a[len(a) // 10]), float(a[-1])
+
+
+def _percentiles(a) -> dict:
+    a = np.asarray(a, dtype=float) * 1e3
+    return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)),
+            "p99": float(np.percentile(a, 99)), "mean": float(a.mean())}
+
+
+def measure(m, d: DecodeCost, out: dict) -> dict:
+    """Tokens/s, time per output token, TTFT, GPU time and utilization over the measured window."""
+    s = m.s
+    lo, hi = _window(out, s)
+    span = hi - lo
+    tot = {"compute": 0.0, "memory": 0.0, "launch": 0.0, "flops": 0.0, "bytes": 0.0, "issue": 0.0, "tokens": 0.0}
+    for a, b, c, mm, la, fl, by, iss, tok in out["acc"].busy:
+        f = (min(b, hi) - max(a, lo)) / (b - a) if b > a else float(lo <= a <= hi)
+        if f <= 0:
+            continue
+        f = min(1.0, f)
+        for k, v in zip(("compute", "memory", "launch", "flops", "bytes", "issue", "tokens"),
+                        (c, mm, la, fl, by, iss, tok)):
+            tot[k] += v * f
+    gpu_time = {k: tot[k] / span for k in ("compute", "memory", "launch")}
+    busy = sum(gpu_time.values())
+    if busy > 1.0:
+        gpu_time = {k: v / busy for k, v in gpu_time.items()}
+    gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
+    x = tot["tokens"] / span
+    ttft = out["first"] - out["arrive"]
+    e2e = out["done"] - out["arrive"]
+    keep = slice(len(ttft) // 10, None) if s.arrival_rate_rps else slice(None)
+    tpot = (out["done"] - out["first"])[keep] / np.maximum(1, out["out_len"][keep] - 1)
+    good = float(np.mean(tpot * 1e3 <= s.latency_slo_ms))
+    gaps = out["gaps"]
+    util = {"storage": 0.0, "cpu": min(1.0, tot["issue"] / (span * s.cpu_cores)), "host_link": 0.0,
+            "gpu_busy": gpu_time["compute"] + gpu_time["memory"]}
+    return {"tokens_per_s": x, "gpu_time": gpu_time, "utilization": util,
+            "flops_per_s": tot["flops"] / span, "bytes_per_s": tot["bytes"] / span,
+            "saturation": {"loop": 1.0 - gpu_time["idle"], "arrivals": gpu_time["idle"]},
+            "latency_ms": _percentiles(gaps), "ttft_ms": _percentiles(ttft[keep]),
+            "e2e_ms": _percentiles(e2e[keep]), "per_stream": 1.0 / float(np.mean(gaps)),
+            "requests_per_s": x / float(np.mean(out["out_len"])), "slo_fraction": good, "window_s": span,
+            "warmup_s": lo}
+
+
+def _expected_max(s, b: int) -> float:
+    """Mean of the longest of b output lengths (lognormal), by the b/(b+1) quantile."""
+    if s.output_tokens_cv <= 0 or b <= 1:
+        return float(s.output_tokens)
+    sigma = math.sqrt(math.log1p(s.output_tokens_cv ** 2))
+    z = NormalDist().inv_cdf(b / (b + 1.0))
+    return float(s.output_tokens * math.exp(-sigma * sigma / 2 + sigma * z))
+
+
+def steady_state(m, d: DecodeCost) -> dict:
+    """Closed form: a full batch in steady state (offline), or the batch that the arrival rate sustains."""
+    s = m.s
+    conc, P, O = m.batch, s.prompt_tokens, float(s.output_tokens)
+    pre1 = prefill(m, 1)
+
+    def decode_step_at(b, ctx):
+        return {k: float(v[0]) for k, v in d.steps(b, [ctx]).items()}
+
+    def decode_step(b):
+        return decode_step_at(b, b * (P + O / 2.0))
+
+    if s.batching == "static":   # a batch runs until its longest sequence is done
+        longest = _expected_max(s, conc)
+        pb = prefill(m, conc)
+        n_steps = max(0.0, longest - 1)
+        st = {k: v * n_steps for k, v in decode_step_at(conc, conc * (P + longest / 2.0)).items()}
+        batch_s = pb.step_s + st["step"]
+        cap_tok = conc * O / batch_s
+        parts = {"compute": pb.compute_s + st["compute"], "memory": pb.memory_s + st["memory"],
+                 "launch": pb.step_s - pb.compute_s - pb.memory_s + st["launch"], "flops": pb.flops + st["flops"],
+                 "bytes": pb.hbm_bytes + st["bytes"], "issue": pb.issue_s + st["issue"]}
+        per_tokens = conc * O
+        b_eff, itl = conc, st["step"] / max(n_steps, 1.0)
+    else:
+        b_eff = conc
+        if s.arrival_rate_rps:   # sequences in flight: rate x time in system (Little), at most conc
+            b_eff = 1
+            for _ in range(30):
+                t_req = pre1.step_s + (O - 1) * decode_step(max(1, round(b_eff)))["step"]
+                b_eff = min(conc, max(1.0, s.arrival_rate_rps * t_req))
+        b = max(1, round(b_eff))
+        st = decode_step(b)
+        # per request: its prefill plus its share of (O - 1) decode steps
+        share = (O - 1) / b
+        parts = {"compute": pre1.compute_s + share * st["compute"], "memory": pre1.memory_s + share * st["memory"],
+                 "launch": pre1.step_s - pre1.compute_s - pre1.memory_s + share * st["launch"],
+                 "flops": pre1.flops + share * st["flops"], "bytes": pre1.hbm_bytes + share * st["bytes"],
+                 "issue": pre1.issue_s + share * st["issue"]}
+        per_req_s = pre1.step_s + share * st["step"]
+        cap_tok = O / per_req_s
+        per_tokens = O
+        itl = st["step"]
+    offered = s.arrival_rate_rps * O if s.arrival_rate_rps else float("inf")
+    x = min(cap_tok, offered)
+    rate = x / per_tokens         # work units (requests or batches) per second
+    gpu_time = {k: min(1.0, rate * parts[k]) for k in ("compute", "memory", "launch")}
+    gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
+    busy_frac = 1.0 - gpu_time["idle"]
+    if s.batching != "static" and s.arrival_rate_rps:   # prefills of newcomers interrupt the decode steps
+        itl = itl / max(1e-9, 1.0 - min(0.95, s.arrival_rate_rps * pre1.step_s))
+    ttft = pre1.step_s if s.batching != "static" else prefill(m, conc).step_s
+    if not s.arrival_rate_rps:    # offline: all requests queue at once; the mean waits half the run
+        ttft += 0.5 * s.steps * O / max(x, 1e-12)
+    e2e = ttft + (O - 1) * itl
+    flat = lambda v: {"p50": v * 1e3, "p95": v * 1e3, "p99": v * 1e3, "mean": v * 1e3}   # noqa: E731
+    util = {"storage": 0.0, "cpu": min(1.0, rate * parts["issue"] / s.cpu_cores), "host_link": 0.0,
+            "gpu_busy": gpu_time["compute"] + gpu_time["memory"]}
+    return {"tokens_per_s": x, "gpu_time": gpu_time, "utilization": util, "flops_per_s": rate * parts["flops"],
+            "bytes_per_s": rate * parts["bytes"], "saturation": {"loop": busy_frac, "arrivals": gpu_time["idle"]},
+            "latency_ms": flat(itl), "ttft_ms": flat(ttft), "e2e_ms": flat(e2e), "per_stream": 1.0 / itl,
+            "requests_per_s": x / O, "slo_fraction": float(itl * 1e3 <= s.latency_slo_ms), "window_s": 0.0,
+            "warmup_s": 0.0, "batch_in_flight": b_eff}

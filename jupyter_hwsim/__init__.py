@@ -9,7 +9,7 @@ from . import catalog
 from .errors import HwsimError
 from .result import Result
 from .scenario import Scenario
-from .api import estimate, simulate, sweep
+from .api import best_batch, estimate, simulate, sweep
 
-__all__ = ["Scenario", "Result", "HwsimError", "simulate", "estimate", "sweep", "catalog"]
+__all__ = ["Scenario", "Result", "HwsimError", "simulate", "estimate", "sweep", "best_batch", "catalog"]
 __version__ = "0.1.0"

@@ -9,10 +9,11 @@ import numpy as np
 from . import analytic, costs, diagnosis, engine, llm, precision, serving
 from .errors import HwsimError
 from .result import GPU_TIME_KEYS, Result
-from .scenario import Scenario
+from .scenario import FIELDS, Scenario
 
 UNITS = {"training": "samples/s", "inference": "samples/s", "serving": "requests/s", "llm": "tokens/s"}
-SUGGEST_STEPS = 60
+# steps (requests for serving) of the short re-runs that measure each suggestion
+SUGGEST_STEPS = {"training": 60, "serving": 400, "llm": 60}
 
 
 def _scenario(s) -> Scenario:
@@ -128,11 +129,14 @@ def _run(scenario, method: str, seed: int, suggest: bool, budget_s: float) -> Re
     r.sim = {"events": 0, "simulated_s": 0.0, "warmup_s": 0.0, **sim,
              "seed": int(seed) if method == "simulate" else None}
     if suggest:
+        short = SUGGEST_STEPS.get(s.kind, SUGGEST_STEPS["training"])
+
         def rerun(c):
-            return _run(c.replace(steps=min(c.steps, SUGGEST_STEPS)) if method == "simulate" else c,
+            return _run(c.replace(steps=min(c.steps, short)) if method == "simulate" else c,
                         method, seed, False, budget_s)
-        base = rerun(s) if (method == "simulate" and not mem["oom"] and s.steps > SUGGEST_STEPS) else r
-        r.suggestions = diagnosis.suggestions(m, base, r.bottleneck, mem, rerun)
+        base = rerun(s) if (method == "simulate" and not mem["oom"] and s.steps > short) else r
+        # what to improve is judged on the full run; speed-ups compare like with like (short runs, same seed)
+        r.suggestions = diagnosis.suggestions(m, base, r.bottleneck, mem, rerun, diagnosis.merit(r)[1])
     r.sim["wall_ms"] = (time.perf_counter() - t0) * 1e3
     return r
 
@@ -196,3 +200,35 @@ def sweep(scenario, seed: int = 0, method: str = "simulate", **axes) -> list[Res
     if method == "estimate":
         return [estimate(p, suggest=False) for p in points]
     return [simulate(p, seed=seed, suggest=False) for p in points]
+
+
+BATCH_FIELD = {"serving": "max_batch_size", "llm": "concurrency"}
+
+
+def best_batch(scenario, latency_slo_ms: float | None = None, method: str = "simulate", seed: int = 0,
+               sizes=None) -> dict:
+    """The largest batch (max_batch_size for serving, concurrency for llm) whose p99 latency meets the
+    budget, with its throughput; the table of every size tried (powers of two up to the first OOM)."""
+    s = _scenario(scenario)
+    slo = s.latency_slo_ms if latency_slo_ms is None else FIELDS["latency_slo_ms"].check(latency_slo_ms)
+    if method not in ("simulate", "estimate"):
+        raise HwsimError("method", method, "simulate or estimate")
+    field = BATCH_FIELD.get(s.kind, "batch_size")
+    sizes = sizes or [2 ** k for k in range(13)]
+    rows, best = [], None
+    for b in sizes:
+        c = s.replace(**{field: b})
+        r = simulate(c, seed=seed, suggest=False) if method == "simulate" else estimate(c, suggest=False)
+        meets = not r.memory["oom"] and r.latency_ms["p99"] <= slo
+        rows.append({field: b, "throughput": r.throughput, "p99_ms": r.latency_ms["p99"], "oom": r.memory["oom"],
+                     "meets": meets, "bottleneck": r.bottleneck})
+        if meets:
+            best = (b, r)
+        if r.memory["oom"]:
+            break
+    out = {"field": field, "latency_slo_ms": slo, "table": rows, "batch": None, "throughput": 0.0,
+           "throughput_unit": UNITS[s.kind], "p99_ms": None, "result": None}
+    if best:
+        b, r = best
+        out.update(batch=b, throughput=r.throughput, p99_ms=r.latency_ms["p99"], result=r)
+    return out

@@ -78,6 +78,9 @@ def main(argv=None) -> int:
         p.add_argument("args", nargs="*", help="key=value pairs and/or a scenario .toml/.json file")
         p.add_argument("--json", action="store_true")
         p.add_argument("--seed", type=int, default=0)
+        if name == "sweep":
+            p.add_argument("--best", action="store_true",
+                           help="also name the point of highest throughput whose p99 latency meets latency_slo_ms")
     c = sub.add_parser("catalog")
     c.add_argument("section", nargs="?", default="gpus", choices=sorted(SECTIONS))
     c.add_argument("--json", action="store_true")
@@ -114,6 +117,17 @@ def main(argv=None) -> int:
                 for r in results:
                     print("  ".join(f"{str(r.scenario[k]):>14}" for k in keys)
                           + f"  {r.throughput:>12.1f}  {r.latency_ms['p50']:>9.2f}  {r.bottleneck}")
+            if a.best:
+                ok = [r for r in results if not r.memory["oom"]
+                      and r.latency_ms["p99"] <= r.scenario["latency_slo_ms"]]
+                if ok:
+                    r = max(ok, key=lambda r: r.throughput)
+                    point = " ".join(f"{k}={r.scenario[k]}" for k in keys)
+                    print(f"best within {r.scenario['latency_slo_ms']:g} ms p99: {point}  "
+                          f"{r.throughput:,.1f} {r.throughput_unit}  p99 {r.latency_ms['p99']:.2f} ms",
+                          file=sys.stderr if a.json else sys.stdout)
+                else:
+                    print(f"best: no point meets the p99 budget of latency_slo_ms", file=sys.stderr)
             return 0
         s = Scenario.from_dict({**base, **parse_pairs(rest)})
         r = simulate(s, seed=a.seed) if a.cmd == "run" else estimate(s)

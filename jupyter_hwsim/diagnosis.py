@@ -268,10 +268,17 @@ def merit(r) -> tuple[float, str]:
     return r.throughput, "throughput"
 
 
-def suggestions(m, base, bottleneck: str, mem: dict, run) -> list[dict]:
-    """Each candidate re-run through `run(scenario)`; ranked by the measured speed-up of merit()."""
+def _value(r, metric: str) -> float:
+    if metric == "throughput":
+        return r.throughput
+    return 1.0 / r.latency_ms["p99"] if r.latency_ms["p99"] > 0 else 0.0
+
+
+def suggestions(m, base, bottleneck: str, mem: dict, run, metric: str = "throughput") -> list[dict]:
+    """Each candidate re-run through `run(scenario)`; ranked by its measured speed-up of `metric`
+    (see merit()) over `base`, the scenario's own run of the same length."""
     out = []
-    base_v, metric = merit(base)
+    base_v = _value(base, metric)
     for label, change, why in candidates(m, bottleneck, mem):
         try:
             r = run(m.s.replace(**change))
@@ -282,9 +289,7 @@ def suggestions(m, base, bottleneck: str, mem: dict, run) -> list[dict]:
                 out.append({"change": label, "speedup": None, "fits": True,
                             "total_gb": round(r.memory["total_gb"], 2), "why": why})
             continue
-        v = r.throughput if metric == "throughput" else (1.0 / r.latency_ms["p99"] if r.latency_ms["p99"] > 0
-                                                         else 0.0)
-        sp = v / base_v if base_v > 0 else None
+        sp = _value(r, metric) / base_v if base_v > 0 else None
         item = {"change": label, "speedup": round(sp, 3) if sp is not None else None, "why": why}
         if metric != "throughput":
             item["metric"] = metric

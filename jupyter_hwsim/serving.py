@@ -131,14 +131,16 @@ def run(m, bc: BatchCosts, seed: int, budget_s: float = 20.0) -> dict:
         A batch holds its instance from dispatch to done, so copies never contend for a link."""
         track = "gpu" if s.replicas == 1 else f"gpu {g}"
         while count["served"] < n:
-            while not queue:
-                if count["served"] >= n:
-                    return
-                yield sig["ev"]
-            form = env.now
-            deadline = inq[queue[0]] + delay
-            while len(queue) < maxb and env.now < deadline:
-                yield sig["ev"] | env.timeout(deadline - env.now)
+            while True:   # another free instance may take the queue while this one waits for companions
+                while not queue:
+                    if count["served"] >= n:
+                        return
+                    yield sig["ev"]
+                form = env.now
+                while queue and len(queue) < maxb and env.now < inq[queue[0]] + delay:
+                    yield sig["ev"] | env.timeout(inq[queue[0]] + delay - env.now)
+                if queue:
+                    break
             batch = queue[:maxb]
             del queue[:maxb]
             count["served"] += len(batch)
@@ -258,7 +260,8 @@ def _batching(bc: BatchCosts, lam_r: float, maxb: int, delay_s: float, cv2: floa
     rho = lam_r * svc / b
     if rho < 1 and (maxb == 1 or rho < 0.9):
         form = window * (1 + (b - 1) / 2) / b
-        es2 = svc ** 2 * (1 + cv2)
+        lo_b = max(1, int(b))   # copy and step jitter independently: E[S^2] = S^2 + cv^2 (copy^2 + step^2)
+        es2 = svc ** 2 + cv2 * (bc.copy(lo_b) ** 2 + bc.step(lo_b).step_s ** 2)
         return b, form, (lam_r / b) * es2 / (2 * (1 - rho))
     cap = maxb / _service(bc, maxb)
     if lam_r < cap:    # busy regime: solve b = lam_r S(b) between the light-load batch and a full one

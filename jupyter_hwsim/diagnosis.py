@@ -263,7 +263,8 @@ def merit(r) -> tuple[float, str]:
         offered = s.get("arrival_rate_rps") or (None if s.get("concurrency") else 100.0)
     elif s["kind"] == "llm" and s.get("arrival_rate_rps"):
         offered = s["arrival_rate_rps"] * s["output_tokens"]
-    if offered and r.throughput >= 0.97 * offered and r.latency_ms["p99"] > 0:
+    met = r.bottleneck == "arrivals" or (offered and r.throughput >= 0.97 * offered)
+    if offered and met and r.latency_ms["p99"] > 0:
         return 1.0 / r.latency_ms["p99"], "p99 latency"
     return r.throughput, "throughput"
 

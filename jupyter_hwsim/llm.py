@@ -159,6 +159,11 @@ def memory(m) -> dict:
     return out
 
 
+def requests(m) -> int:
+    """Requests to serve: `steps`, and at least twice the concurrency so that every slot is exercised."""
+    return max(m.s.steps, 2 * m.batch)
+
+
 def _output_lengths(s, rng, n: int) -> np.ndarray:
     cap = (s.seq_len or 10 ** 9) - s.prompt_tokens
     if s.output_tokens_cv <= 0:
@@ -184,7 +189,7 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
     import time
     wall0 = time.perf_counter()
     s = m.s
-    n = s.steps
+    n = requests(m)
     rng = np.random.default_rng(seed)
     out_len = _output_lengths(s, rng, n)
     if s.arrival_rate_rps:
@@ -421,7 +426,7 @@ def steady_state(m, d: DecodeCost) -> dict:
         itl = itl / max(1e-9, 1.0 - min(0.95, s.arrival_rate_rps * pre1.step_s))
     ttft = pre1.step_s if s.batching != "static" else prefill(m, conc).step_s
     if not s.arrival_rate_rps:    # offline: all requests queue at once; the mean waits half the run
-        ttft += 0.5 * s.steps * O / max(x, 1e-12)
+        ttft += 0.5 * requests(m) * O / max(x, 1e-12)
     e2e = ttft + (O - 1) * itl
     flat = lambda v: {"p50": v * 1e3, "p95": v * 1e3, "p99": v * 1e3, "mean": v * 1e3}   # noqa: E731
     util = {"storage": 0.0, "cpu": min(1.0, rate * parts["issue"] / s.cpu_cores), "host_link": 0.0,

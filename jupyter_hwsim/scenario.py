@@ -99,7 +99,8 @@ FIELDS = {f.name: f for f in [
     Field("preprocess_ms_per_sample", float, "ms", "CPU decode + augment per sample on the reference core", None, 0.0, 1e5),
     Field("input_bytes_per_sample", float, "bytes", "bytes read from storage per sample", None, 0.0, 1e10, True),
     Field("jitter_cv", float, "", "coefficient of variation of every service time (lognormal)", 0.1, 0.0, 4.0),
-    Field("steps", int, "steps", "steps (training, inference) or requests (serving, llm) to simulate",
+    Field("steps", int, "steps", "steps (training, inference) or requests (serving; llm: at least twice the "
+          "concurrency) to simulate",
           200, 10, 100_000),
     # serving and llm
     Field("arrival_rate_rps", float, "req/s", "Poisson request rate (serving: default 100 unless concurrency "

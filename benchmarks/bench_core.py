@@ -14,6 +14,11 @@ DEFAULTS = {
     "training bert-base / t4": Scenario(workload="bert-base", gpu="t4", precision="fp16"),
     "inference resnet50 / l4": Scenario(kind="inference", workload="resnet50", gpu="l4", precision="int8"),
     "training mlp-small / h100": Scenario(workload="mlp-small", gpu="h100"),
+    "serving resnet50 / a100": Scenario(kind="serving"),
+    "serving bert-base / t4": Scenario(kind="serving", workload="bert-base", gpu="t4", precision="fp16",
+                                       arrival_rate_rps=200),
+    "llm llama-2-7b / a100": Scenario(kind="llm"),
+    "llm mistral-7b / h100 static": Scenario(kind="llm", workload="mistral-7b", gpu="h100", batching="static"),
 }
 
 
@@ -57,8 +62,10 @@ def main():
     s0 = Scenario()
     estimate(s0)
     simulate(s0, suggest=False)   # warm caches (catalogue, operator lists)
-    print(f"estimate(suggest=False)   median {timed(lambda: estimate(s0, suggest=False), 200):.3f} ms")
-    print(f"estimate() + suggestions  median {timed(lambda: estimate(s0), 50):.3f} ms")
+    for name, s in DEFAULTS.items():
+        estimate(s)
+        print(f"estimate {name:28} median {timed(lambda: estimate(s, suggest=False), 200):.3f} ms alone, "
+              f"{timed(lambda: estimate(s), 20):6.2f} ms with suggestions")
     for name, s in DEFAULTS.items():
         core = timed(lambda: simulate(s, suggest=False), 11)
         full = timed(lambda: simulate(s), 5)

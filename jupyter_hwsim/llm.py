@@ -39,7 +39,6 @@ class DecodeCost:
     ab: float
     kvb: float
     issue_s: float                 # CPU seconds to issue one kernel
-    per_token: list
     per_ctx: list
     ctx_compute_s: float = 0.0     # per cached token
     ctx_memory_s: float = 0.0
@@ -74,19 +73,25 @@ class DecodeCost:
         """(compute_s, memory_s, flops, bytes, kernels) of the per-token operators at batch b."""
         hit = self._lin.get(b)
         if hit is None:
-            fused = set(self.m.fusion["fuses"])
             cs = ms = fl = by = 0.0
             k = 0
-            for op in self.per_token:
-                f, nb, t_c, t_m = costs.roofline(op, b, self.r, self.wb, self.ab, op.cls in fused)
+            for (f, nb, t_c, t_m, kern), n, _ in self._shapes(b).values():
                 if t_c >= t_m:
-                    cs += t_c
+                    cs += n * t_c
                 else:
-                    ms += t_m
-                fl, by = fl + f, by + nb
-                k += 0 if op.cls in fused else 1
+                    ms += n * t_m
+                fl, by, k = fl + n * f, by + n * nb, k + n * kern
             hit = self._lin[b] = (cs, ms, fl, by, k)
         return hit
+
+    def _shapes(self, b: int) -> dict:
+        """name -> (roofline of one occurrence, occurrences, operator) of each distinct per-token operator."""
+        fused = set(self.m.fusion["fuses"])
+        out = {}
+        for name, op, n in workloads.decode_groups(self.m.workload):
+            f, nb, t_c, t_m = costs.roofline(op, b, self.r, self.wb, self.ab, op.cls in fused)
+            out[name] = ((f, nb, t_c, t_m, 0 if op.cls in fused else 1), n, op)
+        return out
 
     def steps(self, b: int, ctx) -> dict:
         """Per-step arrays for cached-token totals ctx (one value per step)."""
@@ -103,22 +108,19 @@ class DecodeCost:
                 "flops": fl + ctx * self.ctx_flops, "bytes": by + ctx * self.ctx_bytes}
 
     def op_costs(self, b: int) -> list[dict]:
-        """The roofline of one decode step at batch b, operator by operator (attention at the mean context)."""
-        s, fused = self.m.s, set(self.m.fusion["fuses"])
+        """The roofline of one decode step at batch b, one entry per operator summed over the layers
+        (attention at the mean context)."""
+        s = self.m.s
         ctx = b * (s.prompt_tokens + s.output_tokens / 2.0)
         out = []
-        for op in self.per_token:
-            f, nb, t_c, t_m = costs.roofline(op, b, self.r, self.wb, self.ab, op.cls in fused)
-            out.append({"name": op.name, "class": op.cls, "flops": f, "bytes": nb, "time_ms": max(t_c, t_m) * 1e3,
-                        "bound": "compute" if t_c >= t_m else "memory",
+        for name, ((f, nb, t_c, t_m, _), n, op) in self._shapes(b).items():
+            out.append({"name": name, "class": op.cls, "count": n, "flops": n * f, "bytes": n * nb,
+                        "time_ms": n * max(t_c, t_m) * 1e3, "bound": "compute" if t_c >= t_m else "memory",
                         "occupancy": costs._occupancy(op, b, self.r.units, self.r.tile)})
-        n_layers = self.m.workload["layers"]
-        ratio = self.ctx_flops / self.ctx_bytes if self.ctx_bytes else 0.0
-        for i in range(n_layers):
-            out.append({"name": f"layer{i}.attention", "class": "attention", "flops": ctx * self.ctx_flops / n_layers,
-                        "bytes": ctx * self.ctx_bytes / n_layers,
-                        "time_ms": ctx * (self.ctx_compute_s + self.ctx_memory_s) / n_layers * 1e3,
-                        "bound": "compute" if ratio * self.r.bw > self.r.matmul else "memory", "occupancy": 1.0})
+        t_c, t_m = ctx * self.ctx_compute_s, ctx * self.ctx_memory_s
+        out.append({"name": "attention", "class": "attention", "count": self.m.workload["layers"],
+                    "flops": ctx * self.ctx_flops, "bytes": ctx * self.ctx_bytes, "time_ms": (t_c + t_m) * 1e3,
+                    "bound": "compute" if t_c > t_m else "memory", "occupancy": 1.0})
         return out
 
     def bytes_per_step(self, b: int, ctx: float) -> float:
@@ -126,11 +128,10 @@ class DecodeCost:
 
 
 def decode_cost(m) -> DecodeCost:
-    per_token, per_ctx = workloads.decode_operators(m.workload)
     s = m.s
     return DecodeCost(m, costs.rates(m), costs.weight_bytes(s), costs.activation_bytes(s.precision, "llm"),
                       costs.value_bytes(kv_precision(s)), m.fusion["issue_us"] * 1e-6 / s.cpu_speed,
-                      per_token, per_ctx)
+                      workloads.decode_operators(m.workload)[1])
 
 
 def prefill(m, b: int):

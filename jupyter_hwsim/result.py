@@ -76,7 +76,9 @@ class Result:
             sizes = sorted(self.batch_sizes or {})
             lines.append(f"batches     sizes {sizes[0]}..{sizes[-1]}" if sizes else "batches     none")
         if self.goodput is not None:
-            lines.append(f"goodput     {self.goodput:,.1f} requests/s within {self.scenario.get('latency_slo_ms')} ms")
+            per = " per output token" if self.ttft_ms is not None else ""
+            lines.append(f"goodput     {self.goodput:,.1f} requests/s within {self.scenario.get('latency_slo_ms'):g} ms"
+                         + per)
         for w in self.warnings:
             lines.append(f"warning     {w}")
         if self.suggestions:

@@ -114,6 +114,40 @@ def _transformer(w: dict, s: int) -> list[Op]:
 
 
 def decode_operators(w: dict) -> tuple[list[Op], list[Op]]:
+    """See _decode_operators; cached for catalogue entries."""
+    if "id" in w and catalog.workloads().get(w["id"]) is w:
+        return _decode_cached(w["id"])
+    return _decode_operators(w)
+
+
+def decode_groups(w: dict) -> tuple[tuple[str, Op, int], ...]:
+    """The per-token decode operators as (name without its layer prefix, operator, occurrences): the
+    layers repeat, so their costs are computed once."""
+    if "id" in w and catalog.workloads().get(w["id"]) is w:
+        return _groups_cached(w["id"])
+    return _groups(decode_operators(w)[0])
+
+
+def _groups(ops) -> tuple[tuple[str, Op, int], ...]:
+    out: dict = {}
+    for op in ops:
+        name = op.name.split(".", 1)[1] if op.name.startswith("layer") else op.name
+        out[name] = (out[name][0], out[name][1] + 1) if name in out else (op, 1)
+    return tuple((name, op, n) for name, (op, n) in out.items())
+
+
+@functools.lru_cache(maxsize=64)
+def _groups_cached(key: str) -> tuple[tuple[str, Op, int], ...]:
+    return _groups(decode_operators(catalog.get("workloads", key))[0])
+
+
+@functools.lru_cache(maxsize=64)
+def _decode_cached(key: str) -> tuple[tuple[Op, ...], tuple[Op, ...]]:
+    per_token, per_ctx = _decode_operators(catalog.get("workloads", key))
+    return tuple(per_token), tuple(per_ctx)
+
+
+def _decode_operators(w: dict) -> tuple[list[Op], list[Op]]:
     """One decode step of one sequence: (operators per new token, attention operators per cached token).
 
     The new token's embedding is a row gather, not a read of the table; attention

@@ -7,7 +7,7 @@ from jupyter_hwsim import catalog
 
 GPUS = ["t4", "v100-sxm2-16gb", "v100-sxm2-32gb", "a10", "a100-sxm-40gb", "a100-sxm-80gb", "l4", "l40s",
         "h100-sxm", "h100-pcie", "h200", "b200", "rtx-4090", "rtx-3090", "mi250x", "mi300x", "tpu-v4",
-        "tpu-v5e", "tpu-v5p", "xeon-8480", "m2-ultra"]
+        "tpu-v5e", "tpu-v5p", "xeon-8480", "m2-ultra", "m3-max", "rtx-3090-ti"]
 SOURCED = {"gpus": ["memory_gb", "memory_bandwidth_gbs", "peak_tflops", "parallel_units", "compute_efficiency",
                     "memory_efficiency", "launch_overhead_us", "tile", "workspace_gb"],
            "storage": ["bandwidth_gbs", "latency_ms", "concurrency"],

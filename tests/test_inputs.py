@@ -93,3 +93,19 @@ def test_cli_sweep_and_catalog():
     assert [r["scenario"]["batch_size"] for r in rows] == [1, 64]
     p = _cli("catalog", "storage")
     assert p.returncode == 0 and "nvme-gen4" in p.stdout
+
+
+def test_cli_serving_and_llm():
+    p = _cli("run", "kind=serving", "arrival_rate_rps=300", "steps=200", "--json")
+    assert p.returncode == 0, p.stderr
+    d = json.loads(p.stdout)
+    assert d["throughput_unit"] == "requests/s"
+    assert {"goodput", "latency_breakdown_ms", "batch_sizes"} <= set(d)
+    p = _cli("run", "kind=llm", "workload=mistral-7b", "concurrency=4", "steps=10")
+    assert p.returncode == 0, p.stderr
+    assert "tokens/s" in p.stdout and "first token" in p.stdout
+    p = _cli("sweep", "kind=llm", "concurrency=1,8,64", "steps=16", "latency_slo_ms=12", "--best")
+    assert p.returncode == 0, p.stderr
+    assert "best within 12 ms p99: concurrency=" in p.stdout
+    p = _cli("run", "kind=llm", "prompt_tokens=9999")
+    assert p.returncode == 2 and "prompt_tokens=9999" in p.stderr and "context" in p.stderr

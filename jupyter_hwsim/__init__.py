@@ -11,5 +11,18 @@ from .result import Result
 from .scenario import Scenario
 from .api import best_batch, estimate, simulate, sweep
 
-__all__ = ["Scenario", "Result", "HwsimError", "simulate", "estimate", "sweep", "best_batch", "catalog"]
+__all__ = ["Scenario", "Result", "HwsimError", "simulate", "estimate", "sweep", "best_batch", "catalog", "whatif"]
+
+
+def load_ipython_extension(ipython) -> None:
+    """`%load_ext jupyter_hwsim`: registers %hwsim; the notebook layers load on first use."""
+    from .magic import load_ipython_extension as load
+    load(ipython)
+
+
+def __getattr__(name):
+    if name == "whatif":     # the panel needs ipywidgets: imported only when asked for
+        from .panel import whatif
+        return whatif
+    raise AttributeError(f"module 'jupyter_hwsim' has no attribute {name!r}")
 __version__ = "0.1.0"

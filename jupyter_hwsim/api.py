@@ -8,7 +8,7 @@ import numpy as np
 
 from . import analytic, costs, diagnosis, engine, llm, precision, serving
 from .errors import HwsimError
-from .result import GPU_TIME_KEYS, Result
+from .result import GPU_TIME_KEYS, Result, Sweep
 from .scenario import FIELDS, Scenario
 
 UNITS = {"training": "samples/s", "inference": "samples/s", "serving": "requests/s", "llm": "tokens/s"}
@@ -164,7 +164,9 @@ def _result(m, d, mem, method: str, state: dict | None, timeline=()) -> Result:
         warnings.append(f"{m.s.precision} matmul relative error {err:.1%} (measured on a 256x256 product): "
                         "check accuracy before deploying")
     details = _details(m, d, mem, state)
-    details["precision_error"] = err
+    rt = costs.rates(m)
+    details.update(precision_error=err, roof={"peak_flops_s": rt.matmul, "vector_flops_s": rt.vector,
+                                              "bandwidth_bytes_s": rt.bw})
     if replicas > 1:
         details["replicas"] = replicas
     r = Result(
@@ -189,7 +191,7 @@ def simulate(scenario, seed: int = 0, suggest: bool = True, budget_s: float = 20
     return _run(scenario, "simulate", int(seed), suggest, budget_s)
 
 
-def sweep(scenario, seed: int = 0, method: str = "simulate", **axes) -> list[Result]:
+def sweep(scenario, seed: int = 0, method: str = "simulate", **axes) -> Sweep:
     """The cross product of the axes (field=[values]); one Result per point."""
     s = _scenario(scenario)
     for k, v in axes.items():
@@ -198,8 +200,8 @@ def sweep(scenario, seed: int = 0, method: str = "simulate", **axes) -> list[Res
     keys = list(axes)
     points = [s.replace(**dict(zip(keys, vals))) for vals in itertools.product(*(axes[k] for k in keys))]
     if method == "estimate":
-        return [estimate(p, suggest=False) for p in points]
-    return [simulate(p, seed=seed, suggest=False) for p in points]
+        return Sweep([estimate(p, suggest=False) for p in points], axes)
+    return Sweep([simulate(p, seed=seed, suggest=False) for p in points], axes)
 
 
 BATCH_FIELD = {"serving": "max_batch_size", "llm": "concurrency"}

@@ -65,7 +65,7 @@ def _split(args: list[str]) -> tuple[dict, list[str]]:
 def _help_text() -> str:
     lines = ["Scenario fields (key=value):"]
     for f in FIELDS.values():
-        default = "catalogue" if f.default is None else f.default
+        default = ("see above" if "default" in f.help else "catalogue") if f.default is None else f.default
         lines.append(f"  {f.name:<26} {f.help}; default {default}; {f.accepted()}")
     return "\n".join(lines)
 

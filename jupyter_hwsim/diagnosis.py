@@ -291,11 +291,11 @@ def suggestions(m, base, bottleneck: str, mem: dict, run, metric: str = "through
             continue
         if bottleneck == "memory_capacity":
             if not r.memory["oom"]:
-                out.append({"change": label, "speedup": None, "fits": True,
+                out.append({"change": label, "fields": change, "speedup": None, "fits": True,
                             "total_gb": round(r.memory["total_gb"], 2), "why": why})
             continue
         sp = _value(r, metric) / base_v if base_v > 0 else None
-        item = {"change": label, "speedup": round(sp, 3) if sp is not None else None, "why": why}
+        item = {"change": label, "fields": change, "speedup": round(sp, 3) if sp is not None else None, "why": why}
         if metric != "throughput":
             item["metric"] = metric
         if r.memory["oom"]:

@@ -91,3 +91,18 @@ class Result:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def __repr__(self) -> str:
+        return (f"<Result {self.method}: {self.throughput:,.1f} {self.throughput_unit}, "
+                f"bottleneck {self.bottleneck}>")
+
+
+class Sweep(list):
+    """The Results of a sweep, in the order of the cross product of `axes`."""
+
+    def __init__(self, results, axes: dict):
+        super().__init__(results)
+        self.axes = axes
+
+    def __repr__(self) -> str:
+        return f"<Sweep of {len(self)} points over {', '.join(self.axes) or 'nothing'}>"

@@ -35,6 +35,8 @@ class Field:
             return "one of " + ", ".join(map(str, self.choices))
         if self.type is bool:
             return "true or false"
+        if self.type is str:
+            return "a catalogue name (python -m jupyter_hwsim catalog) or a dict of its entry"
         kind = "an integer" if self.type is int else "a number"
         op = ">" if self.lo_open else ">="
         return f"{kind} {op} {self.lo:g} and <= {self.hi:g}" + (f" ({self.unit})" if self.unit else "")

@@ -1,0 +1,134 @@
+"""The %hwsim / %%hwsim magic: the what-if panel, a static result, a sweep chart, help.
+
+A bad key or value prints one line (field, value, what is accepted, did you mean)
+and no traceback; the result of `run` and the points of `sweep` are returned.
+"""
+from __future__ import annotations
+
+import shlex
+import sys
+import tomllib
+
+from IPython.display import display
+
+from .api import estimate, simulate, sweep
+from .cli import _help_text, _split, parse_pairs
+from .errors import HwsimError
+from .report import result_html, table_html
+from .scenario import Scenario
+
+COMMANDS = ("run", "estimate", "sweep", "help")
+
+USAGE = """Simulate an ML pipeline from a notebook.
+
+  %hwsim key=value ...            the what-if panel on that scenario
+  %hwsim run key=value ...        a static result: summary, suggestions, charts (survives nbconvert)
+  %hwsim estimate key=value ...   the same from the closed-form estimate
+  %hwsim sweep key=v1,v2,... ...  throughput and p99 latency against the swept values (with the budget line
+                                  when latency_slo_ms is given)
+  %hwsim help                     every field with its unit, default and range
+  %%hwsim [run|estimate|sweep] [key=value ...]
+  <TOML scenario as the cell body; the line's keys override it>
+
+Options: --seed N (default 0). Values: numbers, true/false, catalogue names (case-insensitive).
+`r = %hwsim run ...` keeps the Result; `%hwsim sweep` returns the list of Results.
+"""
+
+
+def _fail(e: HwsimError) -> None:
+    print(f"hwsim: {e}", file=sys.stderr)
+
+
+def _parse(line: str, cell: str | None):
+    """(command, seed, base fields from the cell and files, key=value words)."""
+    try:
+        words = shlex.split(line)
+    except ValueError as e:
+        raise HwsimError("line", line, f"key=value words ({e})") from None
+    seed = 0
+    if "--seed" in words:
+        i = words.index("--seed")
+        if i + 1 >= len(words) or not words[i + 1].isdigit():
+            raise HwsimError("--seed", words[i + 1] if i + 1 < len(words) else None, "a non-negative integer")
+        seed = int(words[i + 1])
+        del words[i:i + 2]
+    cmd = words.pop(0) if words and words[0] in COMMANDS else "panel"
+    base = {}
+    if cell and cell.strip():
+        try:
+            data = tomllib.loads(cell)
+        except tomllib.TOMLDecodeError as e:
+            raise HwsimError("cell", cell.strip().splitlines()[0], f"a TOML scenario ({e})") from None
+        base = data.get("scenario", data)
+    files, rest = _split(words)
+    return cmd, seed, {**base, **files}, rest
+
+
+def _show_charts(r) -> None:
+    from . import charts     # Altair loads on first use, not with the extension
+    for chart in charts.all_charts(r).values():
+        if chart.name == "timeline" and not r.timeline:
+            continue
+        display(chart.bundle(static=True), raw=True)
+
+
+def run_magic(line: str, cell: str | None = None):
+    """Entry point of %hwsim and %%hwsim (see USAGE)."""
+    try:
+        cmd, seed, base, rest = _parse(line, cell)
+        if cmd == "help":
+            print(USAGE + "\n" + _help_text())
+            return None
+        if cmd == "sweep":
+            axes = parse_pairs(rest, multi=True)
+            fixed = {k: v[0] for k, v in axes.items() if len(v) == 1}
+            axes = {k: v for k, v in axes.items() if len(v) > 1}
+            if not axes:
+                raise HwsimError("sweep", " ".join(rest), "at least one key=v1,v2,... with two or more values")
+            s = Scenario.from_dict({**base, **fixed})
+            results = sweep(s, seed=seed, **axes)
+            show_sweep(results, list(axes), slo_ms=s.latency_slo_ms if "latency_slo_ms" in {**base, **fixed}
+                       else None)
+            return results
+        s = Scenario.from_dict({**base, **parse_pairs(rest)})
+        if cmd == "panel":
+            from .panel import WhatIf
+            panel = WhatIf(s, seed=seed)
+            display(panel)
+            return None
+        r = simulate(s, seed=seed) if cmd == "run" else estimate(s)
+        show_result(r)
+        return r
+    except HwsimError as e:
+        _fail(e)
+        return None
+
+
+def show_result(r) -> None:
+    """The static report: HTML summary and suggestions, then each chart (interactive, with an SVG)."""
+    display({"text/html": result_html(r), "text/plain": r.summary()}, raw=True)
+    _show_charts(r)
+
+
+def show_sweep(results, keys: list[str], slo_ms: float | None = None) -> None:
+    from . import charts
+    x = keys[0]
+    numeric = all(isinstance(r.scenario[x], (int, float)) and not isinstance(r.scenario[x], bool) for r in results)
+    if numeric and len(keys) == 1:
+        points = charts.batch_points(results, x)
+        per = {"requests/s": "request p99 (ms)", "tokens/s": "time per token p99 (ms)"}.get(
+            results[0].throughput_unit, "step p99 (ms)")
+        display(charts.curve(points, x, results[0].throughput_unit, slo_ms=slo_ms, latency_title=per).bundle(
+            static=True), raw=True)
+    display({"text/html": table_html(results, keys), "text/plain": f"{len(results)} points"}, raw=True)
+
+
+def hwsim(line: str, cell: str | None = None):
+    return run_magic(line, cell)
+
+
+hwsim.__doc__ = USAGE + "\n" + _help_text()     # what %hwsim? shows
+
+
+def load_ipython_extension(ipython) -> None:
+    ipython.register_magic_function(hwsim, magic_kind="line_cell", magic_name="hwsim")

@@ -20,6 +20,15 @@ def load_ipython_extension(ipython) -> None:
     load(ipython)
 
 
+def _jupyter_server_extension_points():
+    """jupyter_server finds the REST API here (jupyter_hwsim.server, loaded only by the server)."""
+    return [{"module": "jupyter_hwsim.server"}]
+
+
+def _jupyter_labextension_paths():
+    return [{"src": "labextension", "dest": "jupyter-hwsim"}]
+
+
 def __getattr__(name):
     if name == "whatif":     # the panel needs ipywidgets: imported only when asked for
         from .panel import whatif

@@ -17,6 +17,7 @@ VEGALITE_MIME = "application/vnd.vegalite.v5+json"
 SCHEMA_V5 = "https://vega.github.io/schema/vega-lite/v5.json"
 VL_VERSION = "5.21"      # the Vega-Lite that JupyterLab 4 renders; the SVG is made with the same
 WIDTH = 300
+POW2 = [2 ** k for k in range(13)]      # batch sizes a curve tries: 1 .. 4096
 
 GPU_TIME_COLORS = {"compute": "#4c78a8", "memory": "#72b7b2", "launch": "#f58518", "input_io": "#e45756",
                    "input_preprocess": "#ff9da6", "host_copy": "#b279a2", "idle": "#bab0ac"}
@@ -227,3 +228,27 @@ def all_charts(r, curve_chart: Chart | None = None) -> dict[str, Chart]:
     if curve_chart is not None:
         out["curve"] = curve_chart
     return out
+
+
+def batch_curve(s, r) -> Chart:
+    """Throughput and p99 latency against the kind's batch field (batch_size, max_batch_size, concurrency), from
+    the estimate at powers of two up to the first out-of-memory size, with the current point and the budget."""
+    from .api import BATCH_FIELD, estimate
+    field = BATCH_FIELD.get(s.kind, "batch_size")
+    sizes = POW2[:11] if s.kind in ("serving", "llm") else POW2
+    points = []
+    for b in sizes:
+        e = estimate(s.replace(**{field: b}), suggest=False)
+        if e.memory["oom"]:
+            break
+        points.append({"x": b, "throughput": e.throughput, "p99_ms": e.latency_ms["p99"]})
+    key = {"batch_size": "batch_size", "max_batch_size": "max_batch_size", "concurrency": "concurrency"}[field]
+    current = None if r.memory["oom"] else {"x": r.details.get(key), "throughput": r.throughput,
+                                            "p99_ms": r.latency_ms["p99"]}
+    per = {"serving": "request p99 (ms)", "llm": "time per token p99 (ms)"}.get(s.kind, "step p99 (ms)")
+    return curve(points, field, r.throughput_unit, current, s.latency_slo_ms, per)
+
+
+def panel_specs(s, r) -> dict[str, dict]:
+    """The Vega-Lite specs of every chart the what-if panels show (the notebook's and the sidebar's)."""
+    return {name: c.to_dict() for name, c in all_charts(r, batch_curve(s, r)).items()}

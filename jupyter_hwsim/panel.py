@@ -15,26 +15,14 @@ import ipywidgets as W
 
 from . import catalog, charts, costs
 from .report import BADGE, bottleneck_html, numbers_html
-from .api import BATCH_FIELD, estimate, simulate
+from .api import estimate, simulate
 from .errors import HwsimError
-from .scenario import FIELDS, FUSIONS, KINDS, PRECISIONS, BATCHING, Scenario
+from .scenario import BATCHING, COMMON_FIELDS, FIELDS, FUSIONS, KIND_FIELDS, KINDS, PRECISIONS, Scenario
 
-POW2 = [2 ** k for k in range(13)]            # 1 .. 4096
+POW2 = charts.POW2                            # 1 .. 4096
 TOKENS = [2 ** k for k in range(4, 16)]       # 16 .. 32768
 OUT_TOKENS = [2 ** k for k in range(0, 13)]   # 1 .. 4096
 SIM_BUDGET_S = 3.0
-
-COMMON = ("kind", "workload", "gpu", "precision", "fusion")
-BY_KIND = {
-    "training": ("batch_size", "loader_workers", "cpu_cores", "storage", "storage_bandwidth_gbs", "host_link",
-                 "pin_memory"),
-    "inference": ("batch_size", "loader_workers", "cpu_cores", "storage", "storage_bandwidth_gbs", "host_link",
-                  "pin_memory"),
-    "serving": ("arrival_rate_rps", "max_batch_size", "max_queue_delay_ms", "latency_slo_ms", "replicas",
-                "loader_workers", "cpu_cores", "host_link", "pin_memory"),
-    "llm": ("prompt_tokens", "output_tokens", "concurrency", "batching", "latency_slo_ms"),
-}
-
 
 def _language_models() -> list[str]:
     return [k for k, w in catalog.workloads().items() if w.get("arch") == "transformer" and "vocab" in w]
@@ -161,7 +149,7 @@ class WhatIf(W.VBox):
         try:
             s = self._scenario
             m = costs.resolve(s)
-            shown = set(COMMON) | set(BY_KIND[s.kind])
+            shown = set(COMMON_FIELDS) | set(KIND_FIELDS[s.kind])
             self.controls["workload"].options = self._workloads(s.kind, s.workload)
             for name, w in self.controls.items():
                 self.rows[name].layout.display = None if name in shown else "none"
@@ -231,23 +219,6 @@ class WhatIf(W.VBox):
         self._draw(r, simulated)
         self.timings.append({"what": "simulate" if simulated else "estimate", "ms": (time.perf_counter() - t0) * 1e3})
 
-    def _curve(self, r):
-        s = self._scenario
-        field = BATCH_FIELD.get(s.kind, "batch_size")
-        sizes = POW2[:11] if s.kind in ("serving", "llm") else POW2
-        points = []
-        for b in sizes:
-            e = estimate(s.replace(**{field: b}), suggest=False)
-            if e.memory["oom"]:
-                break
-            points.append({"x": b, "throughput": e.throughput, "p99_ms": e.latency_ms["p99"]})
-        cur = r.details.get("batch_size") if field == "batch_size" else r.details.get(
-            "max_batch_size" if field == "max_batch_size" else "concurrency")
-        current = None if r.memory["oom"] else {"x": cur, "throughput": r.throughput, "p99_ms": r.latency_ms["p99"]}
-        per = {"serving": "request p99 (ms)", "llm": "time per token p99 (ms)"}.get(s.kind, "step p99 (ms)")
-        return charts.curve(points, field, r.throughput_unit, current,
-                            s.latency_slo_ms if s.kind in ("serving", "llm") or field == "batch_size" else None, per)
-
     def _draw(self, r, simulated: bool):
         self.numbers.value = numbers_html(r)
         method = (f"simulated: seed {self.seed}, {r.sim.get('events', 0):,} events in {r.sim.get('wall_ms', 0):.0f} ms"
@@ -255,7 +226,7 @@ class WhatIf(W.VBox):
         self.status.value = f"<div class='hwsim-status' style='color:var(--jp-ui-font-color2,#666)'>{method}</div>"
         self.bottleneck.value = bottleneck_html(r)
         self._draw_suggestions(r)
-        drawn = charts.all_charts(r, self._curve(r))
+        drawn = charts.all_charts(r, charts.batch_curve(self._scenario, r))
         for name, out in self.outputs.items():
             if name == "timeline" and not simulated:
                 continue     # the estimate has no timeline: keep the last simulated one

@@ -129,6 +129,17 @@ FIELDS = {f.name: f for f in [
           "0: per-channel, negligible; 32: llama.cpp Q4_0/Q8_0, MLC q4f16_1; 128: GPTQ/AWQ)", 0, 0, 65536),
 ]}
 
+# what a what-if panel shows: the fields of every kind, then those that apply to one kind
+COMMON_FIELDS = ("kind", "workload", "gpu", "precision", "fusion")
+_LOADER = ("loader_workers", "cpu_cores", "storage", "storage_bandwidth_gbs", "host_link", "pin_memory")
+KIND_FIELDS = {
+    "training": ("batch_size", *_LOADER),
+    "inference": ("batch_size", *_LOADER),
+    "serving": ("arrival_rate_rps", "max_batch_size", "max_queue_delay_ms", "latency_slo_ms", "replicas",
+                "loader_workers", "cpu_cores", "host_link", "pin_memory"),
+    "llm": ("prompt_tokens", "output_tokens", "concurrency", "batching", "latency_slo_ms"),
+}
+
 _CATALOGUE_FIELDS = {"workload": "workloads", "gpu": "gpus", "storage": "storage", "host_link": "links"}
 
 

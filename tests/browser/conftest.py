@@ -158,6 +158,9 @@ def _require_lab_stack():
 def artifacts_dir() -> pathlib.Path:
     """tests/browser/artifacts/ (git-ignored): screenshots, console logs, the server log."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    for stale in [*ARTIFACTS.glob("*.png"), *ARTIFACTS.glob("*.log")]:  # files of an earlier run
+        with contextlib.suppress(OSError):
+            stale.unlink()
     return ARTIFACTS
 
 
@@ -350,7 +353,7 @@ def lab_server(tmp_path_factory, artifacts_dir):
                "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
                f"--ServerApp.token={token}", "--allow-root", f"--ServerApp.root_dir={dirs['root']}"]
         log = open(log_path, "w" if attempt == 0 else "a")
-        log.write(f"$ {' '.join(cmd)}\n")
+        log.write("$ " + " ".join(cmd).replace(token, "<token>") + "\n")
         log.flush()
         proc = subprocess.Popen(cmd, cwd=dirs["root"], env=env, stdin=subprocess.DEVNULL, stdout=log,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -529,8 +532,11 @@ def run_all(page, timeout: float = RUN_ALL_TIMEOUT) -> None:
     if before is None:
         raise AssertionError("run_all: no notebook is open in the main area")
     page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
-    item = page.locator('.lm-Menu .lm-Menu-item[data-command="notebook:run-all-cells"]')
-    item.click()
+    # Run > Run All Cells is the command "runmenu:run-all" in JupyterLab 4.x; fall back to its label
+    item = page.locator('.lm-Menu .lm-Menu-item[data-command="runmenu:run-all"]').or_(
+        page.locator(".lm-Menu .lm-Menu-item",
+                     has=page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$"))))
+    item.first.click()
     old_prompts = [c["prompt"] for c in before["cells"]]
 
     deadline = time.monotonic() + timeout

@@ -1,0 +1,159 @@
+"""The REST API on a real jupyter_server (pytest-jupyter): auth, validation, limits, timeouts, and load."""
+import asyncio
+import json
+import statistics
+import sys
+import time
+
+import pytest
+import tornado.httpclient
+
+from jupyter_hwsim import Scenario, estimate
+
+pytest_plugins = ("pytest_jupyter.jupyter_server",)
+
+
+@pytest.fixture
+def jp_server_config():
+    return {"ServerApp": {"jpserver_extensions": {"jupyter_hwsim": True}},
+            "HwsimServer": {"max_body_bytes": 4096, "timeout_s": 20.0, "max_workers": 2}}
+
+
+async def _post(jp_fetch, path, body, **kw):
+    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    return await jp_fetch("hwsim", "api", path, method="POST", body=data, raise_error=False, **kw)
+
+
+def _json(resp):
+    return json.loads(resp.body.decode())
+
+
+async def test_catalog_has_what_the_panel_needs(jp_fetch):
+    resp = await jp_fetch("hwsim", "api", "catalog")
+    cat = _json(resp)
+    assert resp.code == 200
+    assert "a100-sxm-80gb" in cat["gpus"] and "nvme-gen4" in cat["storage"] and "pcie4" in cat["links"]
+    assert cat["workloads"]["llama-2-7b"]["language_model"] and not cat["workloads"]["resnet50"]["language_model"]
+    f = cat["fields"]["storage_bandwidth_gbs"]
+    assert (f["unit"], f["lo"], f["lo_open"], f["type"]) == ("GB/s", 0.0, True, "float")
+    assert cat["fields"]["loader_workers"]["default"] == 8
+    assert set(cat["kind_fields"]) == {"training", "inference", "serving", "llm"}
+
+
+@pytest.mark.parametrize("path", ["estimate", "simulate"])
+async def test_compute_answers_the_result_and_the_charts(jp_fetch, path):
+    s = {"workload": "resnet50", "gpu": "a100", "loader_workers": 4, "steps": 60}
+    resp = await _post(jp_fetch, path, s)
+    out = _json(resp)
+    assert resp.code == 200, out
+    assert out["method"] == path and out["bottleneck"] == "cpu"
+    assert out["throughput"] == pytest.approx(estimate(Scenario(**s)).throughput, rel=0.1)
+    assert set(out["charts"]) == {"utilization", "gpu_time", "memory", "roofline", "timeline", "curve"}
+    assert bool(out["suggestions"]) == (path == "simulate")     # the preview skips them unless asked
+    if path == "estimate":
+        with_sug = _json(await _post(jp_fetch, path, s, params={"suggest": "1"}))
+        assert with_sug["suggestions"] and with_sug["suggestions"][0]["fields"]
+    assert out["charts"]["utilization"]["datasets"]["rows"]
+
+
+async def test_every_handler_needs_auth(jp_fetch, jp_base_url, http_server_client):
+    for method, path, body in (("GET", "catalog", None), ("POST", "estimate", "{}"), ("POST", "simulate", "{}")):
+        url = f"{jp_base_url}hwsim/api/{path}"
+        with pytest.raises(tornado.httpclient.HTTPClientError) as e:
+            await http_server_client.fetch(url, method=method, body=body)
+        assert e.value.code == 403, path
+
+
+@pytest.mark.parametrize("body, field", [
+    ({"batch_size": 0}, "batch_size"),
+    ({"gpu": "a1000"}, "gpu"),
+    ({"batchsize": 4}, "batchsize"),
+    ({"kind": "llm", "prompt_tokens": 99999}, "prompt_tokens"),
+    ({"kind": "serving", "arrival_rate_rps": 0}, "arrival_rate_rps"),
+    ([1, 2], "body"),
+    (b"{not json", "body"),
+])
+async def test_bad_scenarios_get_400_naming_the_field(jp_fetch, body, field):
+    resp = await _post(jp_fetch, "simulate", body)
+    err = _json(resp)["error"]
+    assert resp.code == 400 and err["field"] == field and err["message"]
+
+
+async def test_bad_seed_and_large_body(jp_fetch):
+    resp = await _post(jp_fetch, "simulate", {}, params={"seed": "x"})
+    assert resp.code == 400 and _json(resp)["error"]["field"] == "seed"
+    resp = await _post(jp_fetch, "estimate", {"workload": "resnet50", "pad": "x" * 5000})
+    assert resp.code == 413 and "4096" in _json(resp)["error"]["message"]
+
+
+@pytest.fixture
+def short_timeout(jp_server_config):
+    jp_server_config["HwsimServer"]["timeout_s"] = 0.3
+    return jp_server_config
+
+
+async def test_a_long_simulation_times_out_with_504(short_timeout, jp_fetch):
+    resp = await _post(jp_fetch, "simulate", {"steps": 100000, "workload": "resnet50"})
+    assert resp.code == 504 and "0.3 s" in _json(resp)["error"]["message"]
+    status = await jp_fetch("api", "status")
+    assert status.code == 200
+
+
+LOAD_CLIENT = r"""
+import asyncio, json, sys, time
+from tornado.httpclient import AsyncHTTPClient
+url, token, body_list = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+async def main():
+    http = AsyncHTTPClient(max_clients=10)
+    lat, answers = [], []
+    async def client(i):
+        for j in range(20):
+            k = (i + j) % len(body_list)
+            t = time.perf_counter()
+            resp = await http.fetch(url, method="POST", body=json.dumps(body_list[k]), raise_error=False,
+                                    headers={"Authorization": f"token {token}"}, request_timeout=60)
+            lat.append((time.perf_counter() - t) * 1e3)
+            answers.append([k, resp.code, json.loads(resp.body)["throughput"] if resp.code == 200 else None])
+    t0 = time.perf_counter()
+    await asyncio.wait_for(asyncio.gather(*(client(i) for i in range(10))), timeout=120)
+    print(json.dumps({"lat": lat, "answers": answers, "wall": time.perf_counter() - t0}))
+asyncio.run(main())
+"""
+
+
+async def test_load_ten_clients_twenty_requests_each_while_the_server_stays_responsive(
+        jp_fetch, jp_base_url, jp_http_port, jp_auth_header):
+    """A separate client process (as browsers are) sends 10 x 20 estimates; /api/status stays prompt."""
+    scenarios = [{"workload": w, "gpu": g, "loader_workers": k, "steps": 60}
+                 for w, g, k in [("resnet50", "a100", 4), ("bert-base", "t4", 8), ("mlp-small", "h100", 2)]]
+    expect = [estimate(Scenario(**s), suggest=False).throughput for s in scenarios]
+    await _post(jp_fetch, "estimate", scenarios[0])          # start the worker processes
+    status_ms = []
+    done = asyncio.Event()
+
+    async def watcher():
+        while not done.is_set():
+            t = time.perf_counter()
+            resp = await jp_fetch("api", "status")
+            status_ms.append((time.perf_counter() - t) * 1e3)
+            assert resp.code == 200
+            await asyncio.sleep(0.05)
+
+    watch = asyncio.create_task(watcher())
+    token = jp_auth_header["Authorization"].split()[-1]
+    url = f"http://127.0.0.1:{jp_http_port}{jp_base_url}hwsim/api/estimate"
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", LOAD_CLIENT, url, token, json.dumps(scenarios),
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=180)
+    done.set()
+    await watch
+    assert proc.returncode == 0, err.decode()
+    run = json.loads(out)
+    lat = run["lat"]
+    assert len(lat) == 200
+    for k, code, thr in run["answers"]:
+        assert code == 200 and thr == pytest.approx(expect[k], rel=1e-9)
+    p50, p95 = statistics.median(lat), statistics.quantiles(lat, n=20)[18]
+    print(f"\nestimate x200 (10 concurrent clients): p50 {p50:.0f} ms p95 {p95:.0f} ms, {200 / run['wall']:.0f} req/s;"
+          f" /api/status p50 {statistics.median(status_ms):.0f} ms max {max(status_ms):.0f} ms")
+    assert max(status_ms) < 1000

@@ -63,16 +63,18 @@ def _serving_state(m, bc, method, seed, budget_s):
 
 
 def _llm_state(m, dc, method, seed, budget_s):
+    timeline = []
     if method == "estimate":
         state, sim = llm.steady_state(m, dc), {}
     else:
         out = llm.run(m, dc, seed, budget_s)
         state = llm.measure(m, dc, out)
+        timeline = out["timeline"]
         sim = {"events": out["events"], "simulated_s": float(out["end"]), "warmup_s": float(state["warmup_s"])}
     state["throughput"] = state["tokens_per_s"]
     state["extra"] = {"ttft_ms": state["ttft_ms"], "tokens_per_s_per_stream": state["per_stream"],
                       "goodput": state["requests_per_s"] * state["slo_fraction"]}
-    return state, sim, []
+    return state, sim, timeline
 
 
 def _prepare(s: Scenario):

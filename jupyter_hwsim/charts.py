@@ -13,6 +13,8 @@ import functools
 
 import altair as alt
 
+from .result import _track_key
+
 VEGALITE_MIME = "application/vnd.vegalite.v5+json"
 SCHEMA_V5 = "https://vega.github.io/schema/vega-lite/v5.json"
 VL_VERSION = "5.21"      # the Vega-Lite that JupyterLab 4 renders; the SVG is made with the same
@@ -193,12 +195,6 @@ def _timeline_template() -> dict:
     return _spec(chart.properties(width=WIDTH, title="Timeline of the last steps: where the GPU waits"))
 
 
-def _track_order(track: str) -> int:
-    head = track.split(" ")[0]
-    order = {"storage": 0, "worker": 1, "main": 1, "preprocess": 1, "host_copy": 2, "gpu": 3}
-    return order.get(head, 4) * 1000 + (int(track.split(" ")[1]) if track.split(" ")[-1].isdigit() else 0)
-
-
 def timeline(r, steps: int = 4, max_spans: int = 400) -> Chart:
     """The last few GPU steps (or batches) and everything that overlapped them."""
     spans = r.timeline
@@ -209,10 +205,11 @@ def timeline(r, steps: int = 4, max_spans: int = 400) -> Chart:
         pad = 0.15 * (hi - lo)
         lo -= pad
         chosen = [t for t in spans if t[3] > lo and t[2] < hi][-max_spans:]
+        rank = {name: i for i, name in enumerate(sorted({t[0] for t in chosen}, key=_track_key))}
         for track, what, a, b, batch in chosen:
             rows.append({"track": track, "what": what, "start_ms": (max(a, lo) - lo) * 1e3,
                          "end_ms": (min(b, hi) - lo) * 1e3, "dur_ms": (b - a) * 1e3, "batch": int(batch),
-                         "order": _track_order(track)})
+                         "order": rank[track]})
     return Chart("timeline", _timeline_template(), {"spans": rows})
 
 

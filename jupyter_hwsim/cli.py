@@ -78,6 +78,8 @@ def main(argv=None) -> int:
         p.add_argument("args", nargs="*", help="key=value pairs and/or a scenario .toml/.json file")
         p.add_argument("--json", action="store_true")
         p.add_argument("--seed", type=int, default=0)
+        if name == "run":
+            p.add_argument("--trace", metavar="FILE", help="write the simulated timeline as a Chrome/Perfetto trace")
         if name == "sweep":
             p.add_argument("--best", action="store_true",
                            help="also name the point of highest throughput whose p99 latency meets latency_slo_ms")
@@ -131,6 +133,11 @@ def main(argv=None) -> int:
             return 0
         s = Scenario.from_dict({**base, **parse_pairs(rest)})
         r = simulate(s, seed=a.seed) if a.cmd == "run" else estimate(s)
+        if getattr(a, "trace", None):
+            try:
+                r.to_chrome_trace(a.trace)
+            except OSError as e:
+                raise HwsimError("--trace", a.trace, f"a file that can be written ({e.strerror})") from None
         print(r.to_json() if a.json else r.summary())
         return 0
     except HwsimError as e:

@@ -204,6 +204,7 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
     first = np.full(n, np.nan)     # first token (end of prefill)
     done = np.full(n, np.nan)
     gaps = []                      # arrays of inter-token gaps (seconds)
+    timeline = []                  # (track, what, start, end, first request) per prefill and decode segment
     state = {"next": 0}
 
     def jit():
@@ -215,6 +216,7 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
         dur = c.step_s * j
         acc.add(env.now, dur, c.compute_s * j, c.memory_s * j, (c.step_s - c.compute_s - c.memory_s) * j,
                 c.flops, c.hbm_bytes, c.issue_s, len(batch))
+        timeline.append(("gpu", f"prefill x{len(batch)}", env.now, env.now + dur, int(batch[0])))
         yield env.timeout(dur)
         first[batch] = env.now
 
@@ -234,6 +236,8 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
         acc.add(env.now, float(dur.sum()), float((st["compute"] * j).sum()), float((st["memory"] * j).sum()),
                 float((st["launch"] * j).sum()), float(st["flops"].sum()), float(st["bytes"].sum()),
                 float(st["issue"].sum()), b * k if useful is None else useful)
+        timeline.append(("gpu", f"decode x{b}" if k == 1 else f"decode x{b} ({k} steps)", env.now,
+                         env.now + float(dur.sum()), int(active_ids[0])))
         return dur
 
     def check_budget():
@@ -310,7 +314,7 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
     env.process(static() if s.batching == "static" else continuous())
     env.run()
     return {"arrive": arrive, "first": first, "done": done, "out_len": out_len, "acc": acc,
-            "gaps": np.concatenate(gaps) if gaps else np.zeros(1), "events": next(env._eid),
+            "gaps": np.concatenate(gaps) if gaps else np.zeros(1), "events": next(env._eid), "timeline": timeline,
             "end": env.now, "wall_ms": (time.perf_counter() - wall0) * 1e3}
 
 

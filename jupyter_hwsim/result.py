@@ -50,6 +50,29 @@ class Result:
             d["timeline"] = [list(t) for t in self.timeline]
         return d
 
+    def to_chrome_trace(self, path=None) -> dict:
+        """The simulated timeline as Chrome trace events (opens in Perfetto UI and chrome://tracing): one
+        track per stage and worker, one complete event per span, with its batch (or request) id. Written to
+        path when given; the trace dict is returned either way."""
+        tracks = sorted({t[0] for t in self.timeline}, key=_track_key)
+        tid = {name: i + 1 for i, name in enumerate(tracks)}
+        s = self.scenario
+        title = f"jupyter-hwsim: {s.get('workload')} on {s.get('gpu')} ({s.get('kind')}, seed {self.sim.get('seed')})"
+        events = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": title}}]
+        events += [{"name": "thread_name", "ph": "M", "pid": 1, "tid": tid[n], "args": {"name": n}} for n in tracks]
+        events += [{"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid[n], "args": {"sort_index": tid[n]}}
+                   for n in tracks]
+        for track, what, a, b, batch in self.timeline:
+            events.append({"name": what, "cat": track.split(" ")[0], "ph": "X", "pid": 1, "tid": tid[track],
+                           "ts": a * 1e6, "dur": (b - a) * 1e6, "args": {"batch": int(batch)}})
+        trace = {"traceEvents": events, "displayTimeUnit": "ms",
+                 "otherData": {"bottleneck": self.bottleneck, "throughput": self.throughput,
+                               "throughput_unit": self.throughput_unit, "warmup_s": self.sim.get("warmup_s")}}
+        if path is not None:
+            with open(path, "w") as f:
+                json.dump(trace, f)
+        return trace
+
     def to_json(self, **kw) -> str:
         return json.dumps(self.to_dict(**kw), indent=2, sort_keys=True)
 
@@ -95,6 +118,12 @@ class Result:
     def __repr__(self) -> str:
         return (f"<Result {self.method}: {self.throughput:,.1f} {self.throughput_unit}, "
                 f"bottleneck {self.bottleneck}>")
+
+
+def _track_key(track: str):
+    order = {"storage": 0, "worker": 1, "main": 1, "preprocess": 1, "host_copy": 2, "gpu": 3}
+    parts = track.split(" ")
+    return order.get(parts[0], 4), int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0, track
 
 
 class Sweep(list):

@@ -18,7 +18,7 @@ from .result import _track_key
 VEGALITE_MIME = "application/vnd.vegalite.v5+json"
 SCHEMA_V5 = "https://vega.github.io/schema/vega-lite/v5.json"
 VL_VERSION = "5.21"      # the Vega-Lite that JupyterLab 4 renders; the SVG is made with the same
-WIDTH = 300
+WIDTH = 260
 POW2 = [2 ** k for k in range(13)]      # batch sizes a curve tries: 1 .. 4096
 
 GPU_TIME_COLORS = {"compute": "#4c78a8", "memory": "#72b7b2", "launch": "#f58518", "input_io": "#e45756",

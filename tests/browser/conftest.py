@@ -13,7 +13,7 @@ Fixtures
     ``lab_server``      (session) a real ``python -m jupyter lab`` on 127.0.0.1 with an isolated
                         config/data/runtime/settings/workspaces dir and a temp ``root_dir``;
                         yields a :class:`LabServer` (``url``, ``token``, ``root_dir``, ``log_path``).
-    ``chromium_browser`` (session) the launched Playwright ``Browser``.
+    ``chromium_browser`` (module) the launched Playwright ``Browser`` (module scope: see below).
     ``browser_page``    (function) a fresh context + ``Page`` (1400x1000) for the lab; requests
                         to anything but loopback are aborted; console messages, page errors and
                         (on failure) a screenshot are written to the artifacts dir.
@@ -136,11 +136,20 @@ def _require_browser_stack():
     if chromium is None:
         pytest.fail(f"browser tests need the `chromium` executable on PATH, but it is missing; {INSTALL_HINT}",
                     pytrace=False)
+    problem = None
     try:
         from playwright.sync_api import sync_playwright  # noqa: F401
     except ImportError as exc:
-        pytest.fail(f"browser tests need the Python package `playwright` ({exc}); {INSTALL_HINT}", pytrace=False)
+        problem = f"browser tests need the Python package `playwright` ({exc}); {INSTALL_HINT}"
+    if problem:
+        pytest.fail(problem, pytrace=False)
     return chromium
+
+
+@pytest.fixture(scope="session", autouse=True)
+def browser_executable():
+    """Path of chromium; checked first (autouse) so a missing browser fails before the lab starts."""
+    return _require_browser_stack()
 
 
 def _require_lab_stack():
@@ -381,18 +390,25 @@ def lab_server(tmp_path_factory, artifacts_dir):
 # --------------------------------------------------------------------------------------------
 # Browser
 # --------------------------------------------------------------------------------------------
-@pytest.fixture(scope="session")
-def chromium_browser():
-    """Debian's chromium, launched headless through Playwright (session-wide)."""
-    chromium = _require_browser_stack()
+# Module scope, not session: while a sync Playwright is started it marks an asyncio loop as running
+# in the main thread, so any later test that calls asyncio.run()/run_until_complete (nbclient,
+# jupyter_server tests, ...) would fail with "This event loop is already running". Stopping it
+# after each browser test module keeps the rest of the suite unaffected (launch costs ~1 s).
+@pytest.fixture(scope="module")
+def chromium_browser(browser_executable):
+    """Debian's chromium, launched headless through Playwright (one per test module)."""
+    chromium = browser_executable
     from playwright.sync_api import sync_playwright
 
     pw = sync_playwright().start()
+    browser, problem = None, None
     try:
         browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS, timeout=60_000)
     except Exception as exc:
+        problem = f"could not launch {chromium} through Playwright: {exc}"
+    if browser is None:
         pw.stop()
-        pytest.fail(f"could not launch {chromium} through Playwright: {exc}", pytrace=False)
+        pytest.fail(problem, pytrace=False)
     try:
         yield browser
     finally:
@@ -442,6 +458,18 @@ def browser_page(request, chromium_browser, lab_server, artifacts_dir):
             (artifacts_dir / f"{name}-console.log").write_text("\n".join(log) + "\n")
         with contextlib.suppress(Exception):
             context.close()
+        _shutdown_sessions(lab_server)
+
+
+def _shutdown_sessions(lab: LabServer) -> None:
+    """Stop every kernel session the test opened, so the next test starts fresh and nothing idles."""
+    try:
+        sessions = lab.api("api/sessions", timeout=5) or []
+    except Exception:
+        return
+    for s in sessions:
+        with contextlib.suppress(Exception):
+            lab.api(f"api/sessions/{s['id']}", method="DELETE", timeout=10)
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,97 @@
+"""The %hwsim what-if panel in a real JupyterLab and a real browser: the read-outs follow the slider, the charts
+draw offline, and nothing fails to load."""
+import re
+
+FORBIDDEN_TEXT = ["Error loading script", "Javascript Error", "Error displaying widget", "Traceback", "hwsim: "]
+PAINTED_PIXELS_JS = """(el) => {
+  if (el.tagName.toLowerCase() === 'svg') return el.querySelectorAll('path, rect').length;
+  const d = el.getContext('2d').getImageData(0, 0, el.width, el.height).data;
+  let n = 0;
+  for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+  return n;
+}"""
+
+
+def _number(text: str) -> float:
+    return float(re.search(r"[\d,]+\.?\d*", text).group(0).replace(",", ""))
+
+
+def test_the_panel_follows_its_batch_slider(browser_page, lab_server, open_notebook, run_all, save_screenshot):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    open_notebook(page, lab_server, "panel.ipynb", [
+        "%load_ext jupyter_hwsim",
+        "%hwsim workload=resnet50 gpu=a100 loader_workers=16 batch_size=32 steps=60",
+    ])
+    run_all(page)
+    panel = page.locator(".hwsim-whatif")
+    expect(panel, "the what-if panel did not render").to_be_visible(timeout=30_000)
+    throughput = panel.locator(".hwsim-throughput")
+    expect(throughput).to_be_visible()
+    expect(panel.locator(".hwsim-status"), "no simulated result").to_contain_text("simulated", timeout=30_000)
+    save_screenshot(page, "panel_1_loaded", full_page=True)
+    before = _number(throughput.inner_text())
+
+    # the batch-size slider is the first selection slider; the keyboard moves it one power of two per press
+    slider = panel.locator(".widget-hslider").first
+    readout = slider.locator(".widget-readout")
+    assert readout.inner_text().strip() == "32"
+    slider.locator(".noUi-handle").click()
+    # time from the key press to the read-out's change, measured in the page (no polling delay)
+    page.evaluate("""() => {
+        const el = document.querySelector('.hwsim-whatif .hwsim-throughput');
+        window.__hwsim = {changes: []};
+        new MutationObserver(() => window.__hwsim.changes.push(performance.now()))
+            .observe(el.closest('.widget-html-content') || el.parentElement, {subtree: true, childList: true,
+                                                                              characterData: true});
+        document.addEventListener('keydown', () => { window.__hwsim.pressed = performance.now(); },
+                                  {once: true, capture: true});
+    }""")
+    page.keyboard.press("ArrowRight")
+    expect(readout).to_have_text("64")
+    expect(throughput, "the read-out did not follow the slider").not_to_have_text(throughput.inner_text(),
+                                                                                     timeout=10_000)
+    first_redraw_ms = page.evaluate("() => window.__hwsim.changes[0] - window.__hwsim.pressed")
+    page.keyboard.press("ArrowRight")
+    expect(readout).to_have_text("128")
+    expect(panel.locator(".hwsim-status")).to_contain_text("simulated", timeout=30_000)
+    after = _number(throughput.inner_text())
+    print(f"\nthroughput {before:,.1f} -> {after:,.1f} samples/s; first read-out change {first_redraw_ms:.0f} ms "
+          "after the key press")
+    assert after != before
+
+    # a chart drew offline, inside the panel
+    vega = panel.locator(".jp-RenderedVegaCommon5")
+    expect(vega.first).to_be_visible(timeout=20_000)
+    assert vega.count() >= 5
+    marks = vega.first.locator("canvas, svg.marks").first
+    expect(marks).to_be_visible()
+    assert marks.evaluate(PAINTED_PIXELS_JS) > 100, "the utilization chart is blank"
+
+    text = page.locator("body").inner_text()
+    for bad in FORBIDDEN_TEXT:
+        assert bad not in text, f"page shows {bad!r}"
+    assert not [line for line in page.harness_log if line.startswith("[pageerror]")]
+    save_screenshot(page, "panel_2_after_slider", full_page=True)
+
+
+def test_run_and_sweep_outputs_render(browser_page, lab_server, open_notebook, run_all, save_screenshot):
+    from playwright.sync_api import expect
+
+    page = browser_page
+    open_notebook(page, lab_server, "run.ipynb", [
+        "%load_ext jupyter_hwsim",
+        "r = %hwsim run workload=resnet50 gpu=a100 loader_workers=4 steps=60",
+        "%hwsim sweep kind=inference batch_size=1,16,256 steps=30 latency_slo_ms=100",
+    ])
+    run_all(page)
+    expect(page.locator(".hwsim-report")).to_be_visible(timeout=30_000)
+    expect(page.locator(".hwsim-sweep")).to_be_visible()
+    charts = page.locator(".jp-RenderedVegaCommon5")
+    expect(charts.first).to_be_visible()
+    assert charts.count() >= 6
+    text = page.locator("body").inner_text()
+    for bad in FORBIDDEN_TEXT:
+        assert bad not in text, f"page shows {bad!r}"
+    save_screenshot(page, "run_and_sweep", full_page=True)

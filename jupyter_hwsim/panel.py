@@ -8,7 +8,9 @@ the value has stopped moving. timings records how long each redraw took.
 from __future__ import annotations
 
 import asyncio
+import base64
 import html
+import json
 import time
 
 import ipywidgets as W
@@ -52,11 +54,12 @@ class WhatIf(W.VBox):
         self.status = W.HTML()
         self.bottleneck = W.HTML()
         self.suggestion_box = W.VBox()
+        self.trace_link = W.HTML()
         self.outputs = {k: W.Output(layout=W.Layout(min_width="340px")) for k in
                         ("utilization", "gpu_time", "curve", "roofline", "timeline", "memory")}
         self.rows = {name: self._row(name, w) for name, w in self.controls.items()}
         left = W.VBox([self.rows[n] for n in self.controls] + [self.error], layout=W.Layout(width="430px"))
-        right = W.VBox([self.status, self.numbers, self.bottleneck, self.suggestion_box],
+        right = W.VBox([self.status, self.numbers, self.bottleneck, self.suggestion_box, self.trace_link],
                        layout=W.Layout(width="520px"))
         grid = W.GridBox(list(self.outputs.values()),
                          layout=W.Layout(grid_template_columns="repeat(2, 360px)", grid_gap="8px"))
@@ -226,6 +229,8 @@ class WhatIf(W.VBox):
         self.status.value = f"<div class='hwsim-status' style='color:var(--jp-ui-font-color2,#666)'>{method}</div>"
         self.bottleneck.value = bottleneck_html(r)
         self._draw_suggestions(r)
+        if simulated:
+            self.trace_link.value = trace_link_html(r)
         drawn = charts.all_charts(r, charts.batch_curve(self._scenario, r))
         for name, out in self.outputs.items():
             if name == "timeline" and not simulated:
@@ -243,6 +248,16 @@ class WhatIf(W.VBox):
             items.append(b)
         head = W.HTML("<b>What would help</b> (each re-simulated; click to apply)" if items else "")
         self.suggestion_box.children = [head, *items]
+
+
+def trace_link_html(r) -> str:
+    """A download link for the simulated timeline as a Chrome/Perfetto trace (a data: URI: no server needed)."""
+    if not r.timeline:
+        return ""
+    data = base64.b64encode(json.dumps(r.to_chrome_trace()).encode()).decode()
+    name = f"hwsim-{r.scenario['kind']}-trace.json"
+    return (f"<a class='hwsim-trace' download='{name}' href='data:application/json;base64,{data}'>"
+            "Download the timeline as a Chrome/Perfetto trace</a> (open it in ui.perfetto.dev or chrome://tracing)")
 
 
 def whatif(scenario=None, seed: int = 0, **fields) -> WhatIf:

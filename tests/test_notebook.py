@@ -168,6 +168,15 @@ def test_clicking_a_suggestion_applies_it():
         assert getattr(p.scenario, k) == Scenario(**{k: v}).to_dict()[k] if v is not None else True
 
 
+def test_panel_offers_the_trace_of_its_simulation():
+    import base64
+    p = _panel(steps=60)
+    link = p.trace_link.value
+    assert "download=" in link and "Perfetto" in link
+    data = json.loads(base64.b64decode(link.split("base64,")[1].split("'")[0]))
+    assert len([e for e in data["traceEvents"] if e["ph"] == "X"]) == len(p.result.timeline)
+
+
 def test_panel_charts_carry_their_data():
     p = _panel(steps=60)
     for name, out in p.outputs.items():

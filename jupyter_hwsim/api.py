@@ -1,14 +1,13 @@
 """simulate(), estimate() and sweep(): the public entry points over one shared cost model."""
 from __future__ import annotations
 
-import itertools
 import time
 
 import numpy as np
 
 from . import analytic, costs, diagnosis, engine, llm, precision, serving
 from .errors import HwsimError
-from .result import GPU_TIME_KEYS, Result, Sweep
+from .result import GPU_TIME_KEYS, Result
 from .scenario import FIELDS, Scenario
 
 UNITS = {"training": "samples/s", "inference": "samples/s", "serving": "requests/s", "llm": "tokens/s"}
@@ -193,17 +192,15 @@ def simulate(scenario, seed: int = 0, suggest: bool = True, budget_s: float = 20
     return _run(scenario, "simulate", int(seed), suggest, budget_s)
 
 
-def sweep(scenario, seed: int = 0, method: str = "simulate", **axes) -> Sweep:
-    """The cross product of the axes (field=[values]); one Result per point."""
-    s = _scenario(scenario)
-    for k, v in axes.items():
-        if not isinstance(v, (list, tuple)) or not v:
-            raise HwsimError(k, v, "a non-empty list of values to sweep")
-    keys = list(axes)
-    points = [s.replace(**dict(zip(keys, vals))) for vals in itertools.product(*(axes[k] for k in keys))]
-    if method == "estimate":
-        return Sweep([estimate(p, suggest=False) for p in points], axes)
-    return Sweep([simulate(p, seed=seed, suggest=False) for p in points], axes)
+def sweep(scenario, seed: int = 0, method: str = "simulate", seeds: int = 1, executor=None, workers: int | None = None,
+          progress: bool | None = None, **axes):
+    """The cross product of the axes (field=[values]), `seeds` runs per point (seed, seed+1, ...), on `executor`
+    (default: a local process pool when the sweep is worth it; any concurrent.futures.Executor; a
+    dask.distributed.Client). Returns a SweepTable: the Results as a list, `rows` with means and 95%
+    intervals, .to_pandas(), .chart(), .best()."""
+    from .sweeps import run_sweep
+    return run_sweep(_scenario(scenario), axes, seed=seed, seeds=seeds, method=method, executor=executor,
+                     workers=workers, progress=progress)
 
 
 BATCH_FIELD = {"serving": "max_batch_size", "llm": "concurrency"}

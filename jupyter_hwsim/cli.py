@@ -62,6 +62,17 @@ def _split(args: list[str]) -> tuple[dict, list[str]]:
     return base, rest
 
 
+def _write_csv(path: str, rows: list[dict]) -> None:
+    import csv
+    try:
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+    except OSError as e:
+        raise HwsimError("--csv", path, f"a file that can be written ({e.strerror})") from None
+
+
 def _help_text() -> str:
     lines = ["Scenario fields (key=value):"]
     for f in FIELDS.values():
@@ -81,6 +92,10 @@ def main(argv=None) -> int:
         if name == "run":
             p.add_argument("--trace", metavar="FILE", help="write the simulated timeline as a Chrome/Perfetto trace")
         if name == "sweep":
+            p.add_argument("--seeds", type=int, default=1, help="runs per point (seed, seed+1, ...)")
+            p.add_argument("--workers", type=int, default=None, help="local worker processes (default: all cores)")
+            p.add_argument("--dask", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS")
+            p.add_argument("--csv", metavar="FILE", help="write the table (means and 95%% intervals) as CSV")
             p.add_argument("--best", action="store_true",
                            help="also name the point of highest throughput whose p99 latency meets latency_slo_ms")
     c = sub.add_parser("catalog")
@@ -110,15 +125,35 @@ def main(argv=None) -> int:
             axes = {k: v for k, v in axes.items() if len(v) > 1}
             if not axes:
                 raise HwsimError("sweep", " ".join(rest), "at least one key=v1,v2,... with two or more values")
-            results = sweep(Scenario.from_dict({**base, **fixed}), seed=a.seed, **axes)
+            executor = None
+            if a.dask:
+                try:
+                    from dask.distributed import Client
+                except ImportError:
+                    raise HwsimError("--dask", a.dask, "dask.distributed installed (pip install distributed)") from None
+                try:
+                    executor = Client(a.dask, timeout=10)
+                except (OSError, TimeoutError) as e:
+                    raise HwsimError("--dask", a.dask, f"the address of a running Dask scheduler ({e})") from None
+            try:
+                results = sweep(Scenario.from_dict({**base, **fixed}), seed=a.seed, seeds=a.seeds, executor=executor,
+                                workers=a.workers, progress=None if a.json else True, **axes)
+            finally:
+                if executor is not None:
+                    executor.close()
+            if a.csv:
+                _write_csv(a.csv, results.rows)
             if a.json:
                 print(json.dumps([r.to_dict() for r in results], indent=2, sort_keys=True))
             else:
                 keys = list(axes)
-                print("  ".join(f"{k:>14}" for k in keys) + f"  {'throughput':>12}  {'p50 ms':>9}  bottleneck")
-                for r in results:
+                ci = a.seeds > 1
+                print("  ".join(f"{k:>14}" for k in keys) + f"  {'throughput':>12}" + ("  95% interval      " if ci
+                      else "") + f"  {'p50 ms':>9}  bottleneck")
+                for r, row in zip(results, results.rows):
+                    band = f"  [{row['throughput_lo']:>8.1f}, {row['throughput_hi']:>8.1f}]" if ci else ""
                     print("  ".join(f"{str(r.scenario[k]):>14}" for k in keys)
-                          + f"  {r.throughput:>12.1f}  {r.latency_ms['p50']:>9.2f}  {r.bottleneck}")
+                          + f"  {row['throughput']:>12.1f}{band}  {row['p50_ms']:>9.2f}  {row['bottleneck']}")
             if a.best:
                 ok = [r for r in results if not r.memory["oom"]
                       and r.latency_ms["p99"] <= r.scenario["latency_slo_ms"]]

@@ -14,6 +14,9 @@ class HwsimError(ValueError):
             msg += f" ({hint})"
         super().__init__(msg)
 
+    def __reduce__(self):     # survives pickling across worker processes
+        return (type(self), (self.field, self.value, self.accepted, self.hint))
+
     def to_dict(self) -> dict:
         return {"field": self.field, "value": repr(self.value), "accepted": self.accepted,
                 "hint": self.hint, "message": str(self)}

@@ -40,7 +40,9 @@ def run_task(method: str, scenario: dict, seed: int):
     from .api import estimate, simulate
     from .scenario import Scenario
     s = Scenario.from_dict(scenario)
-    return simulate(s, seed=seed, suggest=False) if method == "simulate" else estimate(s, suggest=False)
+    r = simulate(s, seed=seed, suggest=False) if method == "simulate" else estimate(s, suggest=False)
+    r.timeline = []      # a sweep keeps numbers, not timelines: less to send back from a worker
+    return r
 
 
 def _mean_ci(values: list[float]) -> tuple[float, float, float]:

@@ -107,7 +107,7 @@ class WhatIf(W.VBox):
             "cpu_cores": W.IntSlider(min=1, max=128),
             "storage": W.Dropdown(options=cat["storage"]),
             "storage_bandwidth_gbs": W.FloatLogSlider(min=-2, max=2.5, step=0.05, readout_format=".3g"),
-            "host_link": W.Dropdown(options=[("the GPU's", None)] + [(k, k) for k in catalog.names("links")]),
+            "host_link": W.Dropdown(options=[("the GPU's", "")] + [(k, k) for k in catalog.names("links")]),
             "pin_memory": W.Checkbox(indent=False),
             "arrival_rate_rps": W.FloatLogSlider(min=0, max=5, step=0.05, readout_format=",.0f"),
             "max_batch_size": W.SelectionSlider(options=POW2[:11]),
@@ -157,7 +157,9 @@ class WhatIf(W.VBox):
             for name, w in self.controls.items():
                 self.rows[name].layout.display = None if name in shown else "none"
                 v = self._resolved(name, m)
-                if v is None and name not in ("host_link",):
+                if name == "host_link" and v is None:
+                    v = ""                       # the option that means "the GPU's own link"
+                if v is None:
                     continue
                 if isinstance(w, W.SelectionSlider):
                     v = min(w.options, key=lambda o: abs(o - v))
@@ -173,7 +175,7 @@ class WhatIf(W.VBox):
     def _on_control(self, name, value):
         if self._syncing:
             return
-        changes = {name: value}
+        changes = {name: None if (name == "host_link" and value == "") else value}
         s = self._scenario
         if name == "kind" and value == "llm" and s.workload not in _language_models():
             changes["workload"] = "llama-2-7b"

@@ -130,6 +130,11 @@ def test_more_workers_on_a_cpu_bound_panel_raise_throughput():
     p.controls["storage"].value = "hdd"                     # now the disk starves it
     assert p.result.bottleneck == "io" and "io</span>" in p.bottleneck.value
     assert p.controls["storage_bandwidth_gbs"].value == pytest.approx(0.2, rel=0.5)   # the HDD's own bandwidth
+    assert p.controls["host_link"].value == "" and p.controls["host_link"].label == "the GPU's"
+    p.controls["host_link"].value = "pcie3"
+    assert p.scenario.host_link == "pcie3"
+    p.controls["host_link"].value = ""
+    assert p.scenario.host_link is None
 
 
 def test_kind_switch_shows_only_the_controls_that_apply():

@@ -95,3 +95,39 @@ def test_run_and_sweep_outputs_render(browser_page, lab_server, open_notebook, r
     for bad in FORBIDDEN_TEXT:
         assert bad not in text, f"page shows {bad!r}"
     save_screenshot(page, "run_and_sweep", full_page=True)
+
+
+def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_screenshot):
+    """Notebook 7 (served by the same jupyter_server) renders the panel and the charts offline too."""
+    import nbformat
+    from playwright.sync_api import expect
+
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(c) for c in (
+        "%load_ext jupyter_hwsim", "%hwsim workload=resnet50 gpu=a100 loader_workers=4 steps=60",
+        "%hwsim run workload=resnet50 gpu=a100 loader_workers=4 steps=60")]
+    nbformat.write(nb, f"{lab_server.root_dir}/nb7.ipynb")
+    page = browser_page
+    page.goto(lab_server.page_url("notebooks/nb7.ipynb"))
+    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=60_000)
+    select = page.get_by_role("button", name="Select")       # the kernel dialog, when it asks
+    if select.count():
+        select.click()
+    for i in range(3):          # run each cell and wait for its execution count
+        page.locator(".jp-CodeCell .jp-InputArea-editor").nth(i).click()
+        page.keyboard.press("Control+Enter")
+        expect(page.locator(".jp-CodeCell .jp-InputPrompt").nth(i)).to_have_text(re.compile(r"\[\d+\]"),
+                                                                                  timeout=60_000)
+    expect(page.locator(".hwsim-whatif")).to_be_visible(timeout=60_000)
+    expect(page.locator(".hwsim-report")).to_be_visible(timeout=60_000)
+    expect(page.locator(".hwsim-whatif .hwsim-status")).to_contain_text("simulated", timeout=30_000)
+    charts = page.locator(".jp-RenderedVegaCommon5 canvas, .jp-RenderedVegaCommon5 svg.marks")
+    expect(charts.nth(9)).to_be_attached(timeout=30_000)     # the panel's six and the report's five
+    painted = [c.evaluate(PAINTED_PIXELS_JS) for c in charts.all()]
+    assert sum(p > 100 for p in painted) >= 10, painted
+    text = page.locator("body").inner_text()
+    for bad in FORBIDDEN_TEXT:
+        assert bad not in text, f"page shows {bad!r}"
+    save_screenshot(page, "notebook7", full_page=True)

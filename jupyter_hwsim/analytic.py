@@ -17,11 +17,13 @@ def steady_state(m, d) -> dict:
         wait = {"input_io": x * d.read_s, "input_preprocess": x * d.preprocess_s, "host_copy": x * d.copy_s}
         sat = {"loop": 1.0, "io": x * d.storage_s, "cpu": x * cpu_demand / s.cpu_cores, "host_link": 0.0}
     else:
+        inf = float("inf")
+        # the workers' own capacity binds as io when they mostly wait on reads (storage latency), else as cpu
+        workers = s.loader_workers / (d.read_s + d.preprocess_s) if d.read_s + d.preprocess_s > 0 else inf
+        reading = d.read_s > d.preprocess_s
         caps = {
-            "io": 1.0 / d.storage_s if d.storage_s > 0 else float("inf"),
-            "cpu": min(s.cpu_cores / cpu_demand if cpu_demand > 0 else float("inf"),
-                       s.loader_workers / (d.read_s + d.preprocess_s) if d.read_s + d.preprocess_s > 0
-                       else float("inf")),
+            "io": min(1.0 / d.storage_s if d.storage_s > 0 else inf, workers if reading else inf),
+            "cpu": min(s.cpu_cores / cpu_demand if cpu_demand > 0 else inf, inf if reading else workers),
             "host_link": 1.0 / d.copy_s if (s.pin_memory and d.copy_s > 0) else float("inf"),
             "loop": 1.0 / (st.step_s + pageable),
         }

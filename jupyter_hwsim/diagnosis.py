@@ -127,6 +127,11 @@ def _explain_pipeline(b: str, m, d, util: dict, mem: dict) -> str:
         return (f"The GPU is memory-bound: its kernels wait on memory bandwidth (HBM {util['hbm_bw']:.0%} "
                 f"busy) while the math units reach only {util['gpu_mfu']:.0%} of peak {m.precision} FLOP/s. "
                 "Fusing operators or a lower precision cut the bytes moved.")
+    occupancy = min((o.occupancy for o in step.ops if o.bound == "compute"), default=1.0)
+    if util["gpu_mfu"] < 0.3 and occupancy < 0.5:
+        return (f"The GPU is compute-bound but mostly empty: its matrix products are too small to fill the chip "
+                f"(as little as {occupancy:.0%} of its units busy), so it reaches only {util['gpu_mfu']:.0%} of peak "
+                f"{m.precision} FLOP/s. A bigger batch (or longer sequences) fills it; a faster chip would idle more.")
     return (f"The GPU is compute-bound: it reaches {util['gpu_mfu']:.0%} of peak {m.precision} FLOP/s. "
             "Only a lower precision (faster tensor cores), less work per sample or a faster chip help.")
 
@@ -199,8 +204,7 @@ def _serving_candidates(m, bottleneck: str, mem: dict) -> list[tuple[str, dict, 
         out.append(("fusion=tensorrt", {"fusion": "tensorrt"}, "fused engine, graph launch"))
     if not s.pin_memory:
         out.append(("pin_memory=true", {"pin_memory": True}, "asynchronous copies"))
-    out.append((f"gpu={_next_gpu(m)}", {"gpu": _next_gpu(m), "host_link": None, "host_link_gbs": None},
-                "a faster chip"))
+    out.append((f"gpu={_next_gpu(m)}", {"gpu": _next_gpu(m)}, "a faster chip"))
     return out
 
 
@@ -252,7 +256,7 @@ def candidates(m, bottleneck: str, mem: dict) -> list[tuple[str, dict, str]]:
         out.append(("fusion=tensorrt", {"fusion": "tensorrt"}, "fused engine, graph launch"))
     out.append((f"batch_size={2 * m.batch}", {"batch_size": 2 * m.batch}, "more work per kernel"))
     nxt = _next_gpu(m)
-    out.append((f"gpu={nxt}", {"gpu": nxt, "host_link": None, "host_link_gbs": None}, "a faster chip"))
+    out.append((f"gpu={nxt}", {"gpu": nxt}, "a faster chip"))   # the host link stays what the scenario says
     return out
 
 

@@ -51,7 +51,8 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
     cores = simpy.Resource(env, capacity=s.cpu_cores)
     storage = simpy.Resource(env, capacity=1)
     link = simpy.Resource(env, capacity=1)
-    busy = {k: _Busy() for k in ("storage", "cpu", "link", "gpu", "workers")}
+    busy = {k: _Busy() for k in ("storage", "cpu", "link", "gpu", "worker_read", "worker_pre")}
+    issue_waits = []  # (start, end) a step waited for a free core to issue its kernels
     stamps = {}       # batch -> {stage: (start, end)}
     timeline = []
     ends = []
@@ -111,8 +112,10 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
             state["next"] += 1
             t0 = env.now
             yield from read(b, track)
+            t1 = env.now
             yield from preprocess(b, track)
-            busy["workers"].add(t0, env.now)
+            busy["worker_read"].add(t0, t1)
+            busy["worker_pre"].add(t1, env.now)
             yield ready.put(b)
 
     def copier():
@@ -123,7 +126,10 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
             yield device_q.put(b)
 
     def issue(b):
-        yield from hold(cores, "cpu", st.issue_s * jit["gpu"][b])
+        t0 = env.now
+        t1 = yield from hold(cores, "cpu", st.issue_s * jit["gpu"][b])
+        if t1 > t0:      # every core was busy (loader workers beyond the cores): the loop could not issue
+            issue_waits.append((t0, t1))
 
     def loop():
         for k in range(total):
@@ -159,6 +165,7 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
     env.run(until=done)
     events = next(env._eid)   # SimPy numbers every scheduled event; the next id is the count
     return {"env": env, "busy": busy, "stamps": stamps, "timeline": timeline, "ends": ends, "waits": waits,
+            "issue_waits": issue_waits,
             "warmup": warmup, "events": events, "wall_ms": (time.perf_counter() - wall0) * 1e3}
 
 
@@ -178,20 +185,27 @@ def measure(m, d, out: dict) -> dict:
             "cpu": busy["cpu"].within(lo, hi) / (window * s.cpu_cores),
             "host_link": busy["link"].within(lo, hi) / window,
             "gpu_busy": busy["gpu"].within(lo, hi) / window}
+    nw = s.loader_workers
+    # workers split their time between reading (the disk's latency and queue included) and preprocessing
+    read_share = busy["worker_read"].within(lo, hi) / (window * nw) if nw else 0.0
+    pre_share = busy["worker_pre"].within(lo, hi) / (window * nw) if nw else 0.0
+    io_sat, cpu_sat = max(util["storage"], read_share), max(util["cpu"], pre_share)
     waits = {"input_io": 0.0, "input_preprocess": 0.0, "host_copy": 0.0}
     for a, b, batch in out["waits"]:
         a, b = max(a, lo), min(b, hi)
         if b <= a:
             continue
         sp = out["stamps"].get(batch, {})
-        io, pre, cp = _overlap(a, b, sp.get("io")), _overlap(a, b, sp.get("pre")), _overlap(a, b, sp.get("copy"))
-        rest = (b - a) - io - pre - cp
-        waits["input_io"] += io
-        waits["input_preprocess"] += pre
+        cp = _overlap(a, b, sp.get("copy"))
         waits["host_copy"] += cp
-        if rest > 0:   # queued before a worker took it: blame the busier upstream stage
-            key = "input_io" if util["storage"] >= util["cpu"] else "input_preprocess"
-            waits[key] += rest
+        if nw == 0:   # the loop itself read and preprocessed this batch: each part is its own cause
+            waits["input_io"] += _overlap(a, b, sp.get("io"))
+            waits["input_preprocess"] += _overlap(a, b, sp.get("pre"))
+        else:         # waiting on the loader: the stage that keeps the workers busy is the cause
+            waits["input_io" if io_sat >= cpu_sat else "input_preprocess"] += (b - a) - cp
+    # a step that waited for a free core to issue its kernels waited on the CPU, not on launches
+    issue_wait = sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in out["issue_waits"])
+    waits["input_preprocess"] += issue_wait
     # jitter scales kernels: measure the busy share and split it as the cost model does
     gpu_share = busy["gpu"].within(lo, hi) / window
     cm = st.compute_s + st.memory_s
@@ -200,18 +214,17 @@ def measure(m, d, out: dict) -> dict:
     for k, v in waits.items():
         gpu_time[k] = v / window
     steps_wall = sum(max(0.0, min(b, hi) - max(a, lo)) for (trk, _, a, b, _) in out["timeline"] if trk == "gpu")
-    gpu_time["launch"] = max(0.0, steps_wall / window - gpu_share)
+    gpu_time["launch"] = max(0.0, (steps_wall - issue_wait) / window - gpu_share)
     total = sum(gpu_time.values())
     gpu_time["idle"] = max(0.0, 1.0 - total)
     if total > 1.0:
         gpu_time = {k: v / total for k, v in gpu_time.items()}
-    workers_busy = busy["workers"].within(lo, hi) / (window * s.loader_workers) if s.loader_workers else 0.0
-    if s.loader_workers == 0:
+    if nw == 0:
         sat = {"loop": 1.0, "io": util["storage"], "cpu": util["cpu"], "host_link": 0.0}
     else:
         starved = sum(gpu_time[k] for k in ("input_io", "input_preprocess")) + \
             (gpu_time["host_copy"] if s.pin_memory else 0.0)
-        sat = {"loop": 1.0 - starved, "io": util["storage"], "cpu": max(util["cpu"], workers_busy),
+        sat = {"loop": 1.0 - starved, "io": io_sat, "cpu": cpu_sat,
                "host_link": util["host_link"] if s.pin_memory else 0.0}
     step_ms = np.diff(np.asarray(ends[w - 1:])) * 1e3
     return {"batches_per_s": x, "gpu_time": gpu_time, "utilization": util, "saturation": sat,

@@ -319,9 +319,11 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
 
 
 def _window(out: dict, s) -> tuple[float, float]:
-    """Offline: the whole run. With arrivals: from the 10th-percentile arrival to the last one."""
+    """Offline: until the last request starts (every slot busy: the steady state, not the drain), or the whole
+    run when one batch holds them all. With arrivals: from the 10th-percentile arrival to the last one."""
     if not s.arrival_rate_rps:
-        return 0.0, out["end"]
+        last_start = float(np.nanmax(out["first"]))
+        return 0.0, last_start if last_start > 0.5 * out["end"] else out["end"]
     a = out["arrive"]
     return float(a[len(a) // 10]), float(a[-1])
 

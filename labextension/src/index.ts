@@ -1,0 +1,53 @@
+import {
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { ICommandPalette } from '@jupyterlab/apputils';
+import { INotebookTracker } from '@jupyterlab/notebook';
+import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
+import { IStateDB } from '@jupyterlab/statedb';
+
+import { hwsimIcon } from './icon';
+import { HwsimPanel } from './panel';
+
+namespace CommandIDs {
+  export const open = 'hwsim:open';
+}
+
+const PANEL_ID = 'jupyter-hwsim-panel';
+
+/** The "HW what-if" sidebar and the command that opens it. Needs no notebook and no kernel. */
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyter-hwsim:plugin',
+  description: 'A sidebar that shows why an ML pipeline is slow and what would make it faster.',
+  autoStart: true,
+  requires: [IRenderMimeRegistry],
+  optional: [ICommandPalette, INotebookTracker, IStateDB, ILayoutRestorer],
+  activate: (
+    app: JupyterFrontEnd,
+    rendermime: IRenderMimeRegistry,
+    palette: ICommandPalette | null,
+    tracker: INotebookTracker | null,
+    state: IStateDB | null,
+    restorer: ILayoutRestorer | null
+  ) => {
+    const panel = new HwsimPanel({ rendermime, tracker, state, restored: app.restored });
+    panel.id = PANEL_ID;
+    panel.title.icon = hwsimIcon;
+    panel.title.caption = 'HW what-if';
+    app.shell.add(panel, 'left', { rank: 900 });
+    // reopens the sidebar after a reload if it was open
+    restorer?.add(panel, 'jupyter-hwsim');
+
+    app.commands.addCommand(CommandIDs.open, {
+      label: 'Open hardware what-if panel',
+      caption: 'HW what-if: see why an ML pipeline is slow and what would make it faster',
+      icon: hwsimIcon,
+      execute: () => app.shell.activateById(PANEL_ID)
+    });
+    palette?.addItem({ command: CommandIDs.open, category: 'Hardware' });
+  }
+};
+
+export default plugin;

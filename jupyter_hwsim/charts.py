@@ -239,8 +239,7 @@ def batch_curve(s, r) -> Chart:
         if e.memory["oom"]:
             break
         points.append({"x": b, "throughput": e.throughput, "p99_ms": e.latency_ms["p99"]})
-    key = {"batch_size": "batch_size", "max_batch_size": "max_batch_size", "concurrency": "concurrency"}[field]
-    current = None if r.memory["oom"] else {"x": r.details.get(key), "throughput": r.throughput,
+    current = None if r.memory["oom"] else {"x": r.details.get(field), "throughput": r.throughput,
                                             "p99_ms": r.latency_ms["p99"]}
     per = {"serving": "request p99 (ms)", "llm": "time per token p99 (ms)"}.get(s.kind, "step p99 (ms)")
     return curve(points, field, r.throughput_unit, current, s.latency_slo_ms, per)

@@ -609,3 +609,15 @@ def _open_notebook_fixture():
 def _run_all_fixture():
     """run_all(page, timeout=60.0) -> None"""
     return run_all
+
+
+@pytest.fixture(scope="session")
+def painted_pixels_js() -> str:
+    """JS for locator.evaluate: painted pixels of a chart's canvas (or marks of an svg); 0 means blank."""
+    return """(el) => {
+  if (el.tagName.toLowerCase() === 'svg') return el.querySelectorAll('path, rect').length;
+  const d = el.getContext('2d').getImageData(0, 0, el.width, el.height).data;
+  let n = 0;
+  for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+  return n;
+}"""

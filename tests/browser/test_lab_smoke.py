@@ -20,17 +20,10 @@ display({"application/vnd.vegalite.v5+json": spec, "text/plain": "chart"}, raw=T
 
 FORBIDDEN_TEXT = ["Error loading script", "Javascript Error", "Error displaying widget", "Traceback"]
 
-# Non-transparent pixels drawn on the chart's canvas (0 means vega-embed drew nothing).
-PAINTED_PIXELS_JS = """(el) => {
-  if (el.tagName.toLowerCase() === 'svg') return el.querySelectorAll('path, rect').length;
-  const d = el.getContext('2d').getImageData(0, 0, el.width, el.height).data;
-  let n = 0;
-  for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
-  return n;
-}"""
 
 
-def test_widgets_and_vega_render(browser_page, lab_server, open_notebook, run_all, save_screenshot):
+def test_widgets_and_vega_render(browser_page, lab_server, open_notebook, run_all, save_screenshot,
+                                 painted_pixels_js):
     from playwright.sync_api import expect  # here, not at import: a missing playwright fails via the fixtures
 
     page = browser_page
@@ -61,7 +54,7 @@ def test_widgets_and_vega_render(browser_page, lab_server, open_notebook, run_al
     expect(marks, "Vega output has no canvas/svg").to_be_visible()
     box = marks.bounding_box()
     assert box and box["width"] > 50 and box["height"] > 50, f"chart too small: {box}"
-    painted = marks.evaluate(PAINTED_PIXELS_JS)
+    painted = marks.evaluate(painted_pixels_js)
     assert painted > 100, f"the chart canvas is blank ({painted} painted pixels)"
 
     text = page.locator("body").inner_text()

@@ -15,13 +15,6 @@ import pytest
 PANEL = "#jupyter-hwsim-panel"
 STATE_KEY = "jupyter-hwsim:scenario"  # the panel's key in JupyterLab's state database (the workspace)
 FORBIDDEN_TEXT = ["Error loading script", "Javascript Error", "Traceback"]
-PAINTED_PIXELS_JS = """(el) => {
-  if (el.tagName.toLowerCase() === 'svg') return el.querySelectorAll('path, rect').length;
-  const d = el.getContext('2d').getImageData(0, 0, el.width, el.height).data;
-  let n = 0;
-  for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
-  return n;
-}"""
 # Moves a range input through positions with input events only (as a drag does), then sends one change.
 DRAG_JS = """async ([selector, positions, gapMs]) => {
   const slider = document.querySelector(selector);
@@ -80,7 +73,7 @@ def _set_slider(page, field: str, position: int):
     page.locator(f'{PANEL} input[data-field="{field}"]').fill(str(position))
 
 
-def test_sidebar_what_if(browser_page, lab_server, open_notebook, run_all, save_screenshot):
+def test_sidebar_what_if(browser_page, lab_server, open_notebook, run_all, save_screenshot, painted_pixels_js):
     from playwright.sync_api import expect
 
     page = browser_page
@@ -165,7 +158,7 @@ def test_sidebar_what_if(browser_page, lab_server, open_notebook, run_all, save_
         expect(marks, f"chart {name} was not drawn").to_be_visible(timeout=30_000)
         box = marks.bounding_box()
         assert box and box["width"] > 50 and box["height"] > 30, (name, box)
-        assert marks.evaluate(PAINTED_PIXELS_JS) > 100, f"chart {name} is blank"
+        assert marks.evaluate(painted_pixels_js) > 100, f"chart {name} is blank"
     panel.locator(".jp-hwsim-more .jp-Collapse-header").click()
     roofline = panel.locator('.jp-hwsim-chart[data-chart="roofline"]').locator("canvas, svg.marks").first
     expect(roofline).to_be_visible(timeout=30_000)

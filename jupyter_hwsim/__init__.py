@@ -11,7 +11,7 @@ from .result import Result
 from .scenario import Scenario
 from .api import best_batch, estimate, simulate, sweep
 
-__all__ = ["Scenario", "Result", "HwsimError", "simulate", "estimate", "sweep", "best_batch", "catalog", "whatif"]
+__all__ = ["Scenario", "Result", "HwsimError", "simulate", "estimate", "sweep", "best_batch", "catalog", "whatif", "calibrate"]
 
 
 def load_ipython_extension(ipython) -> None:
@@ -33,5 +33,8 @@ def __getattr__(name):
     if name == "whatif":     # the panel needs ipywidgets: imported only when asked for
         from .panel import whatif
         return whatif
+    if name == "calibrate":  # needs PyTorch (the torch extra): imported only when asked for
+        from .calibration import calibrate
+        return calibrate
     raise AttributeError(f"module 'jupyter_hwsim' has no attribute {name!r}")
 __version__ = "0.1.0"

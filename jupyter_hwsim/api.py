@@ -18,6 +18,8 @@ SUGGEST_STEPS = {"training": 60, "serving": 400, "llm": 60}
 def _scenario(s) -> Scenario:
     if isinstance(s, Scenario):
         return s
+    if isinstance(getattr(s, "scenario", None), Scenario):   # a Calibration
+        return s.scenario
     if isinstance(s, dict):
         return Scenario.from_dict(s)
     raise HwsimError("scenario", s, "a Scenario or a dict of its fields")

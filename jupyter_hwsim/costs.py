@@ -151,7 +151,7 @@ def _occupancy(op, batch: int, units: int, tile: int) -> float:
         tiles = math.ceil(op.rows * batch / tile) * math.ceil(op.cols / tile)
     else:
         tiles = math.ceil(op.act_out * batch / (tile * tile))
-    return min(1.0, tiles / units)
+    return min(1.0, max(1, tiles) / units)
 
 
 @dataclass(frozen=True)
@@ -207,11 +207,12 @@ def step_cost(m: Machine, batch: int | None = None, seq: int | None = None) -> S
 
 def _step_cost(m: Machine) -> StepCost:
     b, training = m.batch, m.s.kind == "training"
+    measured = m.workload["arch"] == "measured"   # a recorded step already holds its backward and optimizer
     r = rates(m)
     wb, ab = weight_bytes(m.s), activation_bytes(m.s.precision, m.s.kind)
     fused = set(m.fusion["fuses"])
     c = StepCost()
-    passes = [("fwd", 1.0, 1)] + ([("bwd", 2.0, 2)] if training else [])
+    passes = [("fwd", 1.0, 1)] + ([("bwd", 2.0, 2)] if training and not measured else [])
     for op in workloads.operators(m.workload, m.seq):
         is_fused = op.cls in fused
         for tag, scale, n_mm in passes:
@@ -221,7 +222,7 @@ def _step_cost(m: Machine) -> StepCost:
                 nbytes += extra
                 t_m += extra / r.bw
             t = max(t_c, t_m)
-            kernels = 0 if is_fused else (n_mm if op.cls == MATMUL else 1)
+            kernels = 0 if is_fused else op.kernels * (n_mm if op.cls == MATMUL else 1)
             if t_c >= t_m:
                 c.compute_s += t
             else:
@@ -233,7 +234,7 @@ def _step_cost(m: Machine) -> StepCost:
             if tag == "fwd":
                 c.ops.append(OpCost(op.name, op.cls, flops, nbytes, t, "compute" if t_c >= t_m else "memory",
                                     _occupancy(op, b, r.units, r.tile)))
-    if training:   # Adam: read param, grad, m, v (+fp32 master); write param, m, v
+    if training and not measured:   # Adam: read param, grad, m, v (+fp32 master); write param, m, v
         params = parameters(m)
         nbytes = params * (wb * 3 + 8 * 2 + (8 if wb < 4 else 0))
         t = nbytes / r.bw
@@ -243,8 +244,30 @@ def _step_cost(m: Machine) -> StepCost:
         c.hbm_bytes += nbytes
         c.kernels += kernels
         c.launch_dev_s += kernels * r.launch_s
-    c.issue_s = c.kernels * m.fusion["issue_us"] * 1e-6 / m.s.cpu_speed
+    # a device that runs on the host's cores issues nothing: its per-operator cost is its launch overhead
+    c.issue_s = 0.0 if host_threads(m) else c.kernels * m.fusion["issue_us"] * 1e-6 / m.s.cpu_speed
     return c
+
+
+def host_threads(m: Machine) -> int:
+    """Threads a step keeps busy on the host's own cores (a CPU as the device), else 0."""
+    n = int(m.device.get("host_threads", 0))
+    return min(n, m.s.cpu_cores) if n else 0
+
+
+def coscheduled(cores: int, runnable: float, k: int) -> float:
+    """The rate at which a gang of k threads, among `runnable` threads time-sliced fairly on `cores`,
+    advances: the chance that all k are among the threads on a core, C(T-k, C-k) / C(T, C).
+    k = 1 gives the fair share C / T; beside one other thread on 2 cores, a 2-thread step runs 1/3
+    of the time. T may be fractional (the analytic twin's mean number of busy workers)."""
+    if runnable <= cores:
+        return 1.0
+    if k > cores:
+        return 0.0
+
+    def log_comb(n, r):
+        return math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1)
+    return math.exp(log_comb(runnable - k, cores - k) - log_comb(runnable, cores))
 
 
 def parameters(m: Machine) -> float:
@@ -281,6 +304,8 @@ class Demands:
     storage_s: float        # storage device busy
     read_s: float           # a worker's wall time reading its batch (device + latency in flight)
     preprocess_s: float     # core-seconds of decode/augment/collate
+    handoff_s: float        # core-seconds a worker process spends handing a batch to the main process
+    receive_s: float        # main-process core-seconds to take a batch from a worker
     copy_s: float           # host link busy
     step: StepCost
     cache_hit: float
@@ -297,6 +322,8 @@ def demands(m: Machine) -> Demands:
         storage_s=transfer + miss * lat / m.storage_concurrency,
         read_s=transfer + miss * lat,
         preprocess_s=m.batch * m.preprocess_ms / 1e3 / s.cpu_speed,
+        handoff_s=float(m.workload.get("handoff_ms_per_batch", 0.0)) / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
+        receive_s=float(m.workload.get("receive_ms_per_batch", 0.0)) / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
         copy_s=m.batch * m.device_bytes / (m.link_gbs * 1e9 * factor),
         step=step_cost(m),
         cache_hit=hit,

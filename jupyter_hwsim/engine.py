@@ -6,6 +6,10 @@ preprocess it on a core; at most loader_workers x prefetch_factor batches are in
 flight. Pinned batches are copied ahead over the host link; pageable ones are
 copied synchronously by the loop. Each step holds the GPU for its kernels while
 the main process spends a core issuing them; the step ends when both are done.
+
+A device that runs on the host's own cores (a CPU measured by calibrate) has no
+GPU: its step's threads share the cores with the workers, as the OS scheduler
+shares them (processor sharing, see _SharedCores).
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ import time
 import numpy as np
 import simpy
 
+from .costs import coscheduled, host_threads
 from .errors import HwsimError
 
 
@@ -30,6 +35,62 @@ class _Busy:
 
     def within(self, lo, hi):
         return sum(max(0.0, min(b, hi) - max(a, lo)) * w for a, b, w in self.spans)
+
+
+class _SharedCores:
+    """Cores shared fairly among the runnable threads, as the OS scheduler time-slices them.
+
+    A single thread runs at share = min(1, cores / threads runnable). A gang of k threads
+    that meet at a barrier after every operator (an OpenMP step of PyTorch on the CPU)
+    advances only while all k of them are among the threads on a core: costs.coscheduled
+    (one worker beside a 2-thread step on 2 cores: 1/3). Its waiting threads spin, so it
+    holds its cores all the same. Work is in seconds it would take with every thread on a
+    core of its own.
+    """
+
+    def __init__(self, env, cores: int, busy: "_Busy"):
+        self.env, self.cores, self.busy = env, cores, busy
+        self.jobs = []          # [seconds left, threads, event]
+        self.last = 0.0
+        self.version = 0
+
+    def work(self, seconds: float, threads: int = 1):
+        """An event that fires when this much work is done."""
+        self._advance()
+        event = self.env.event()
+        self.jobs.append([seconds, threads, event])
+        self._schedule()
+        return event
+
+    def _rates(self):
+        total = sum(j[1] for j in self.jobs)
+        return total, [coscheduled(self.cores, total, j[1]) for j in self.jobs]
+
+    def _advance(self):
+        now = self.env.now
+        if now > self.last and self.jobs:
+            total, rates = self._rates()
+            for j, rate in zip(self.jobs, rates):
+                j[0] -= (now - self.last) * rate
+            self.busy.add(self.last, now, min(self.cores, total))
+        self.last = now
+
+    def _schedule(self):
+        for j in [j for j in self.jobs if j[0] <= 1e-12]:
+            self.jobs.remove(j)
+            j[2].succeed()
+        if not self.jobs:
+            return
+        _, rates = self._rates()
+        dt = min(j[0] / rate for j, rate in zip(self.jobs, rates))
+        self.version += 1
+        tick = self.env.timeout(dt)
+        tick.callbacks.append(lambda _e, v=self.version: self._tick(v))
+
+    def _tick(self, version):
+        if version == self.version:
+            self._advance()
+            self._schedule()
 
 
 def _jitter(rng, cv, n):
@@ -48,10 +109,12 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
     rng = np.random.default_rng(seed)
     jit = {k: _jitter(rng, s.jitter_cv, produced) for k in ("storage", "pre", "copy", "gpu")}
     env = simpy.Environment()
-    cores = simpy.Resource(env, capacity=s.cpu_cores)
     storage = simpy.Resource(env, capacity=1)
     link = simpy.Resource(env, capacity=1)
     busy = {k: _Busy() for k in ("storage", "cpu", "link", "gpu", "worker_read", "worker_pre")}
+    threads = host_threads(m)
+    shared = _SharedCores(env, s.cpu_cores, busy["cpu"]) if threads else None
+    cores = None if shared else simpy.Resource(env, capacity=s.cpu_cores)
     issue_waits = []  # (start, end) a step waited for a free core to issue its kernels
     stamps = {}       # batch -> {stage: (start, end)}
     timeline = []
@@ -69,6 +132,14 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
             busy[key].add(t1, env.now)
         return t1
 
+    def on_cores(duration, n=1):
+        """Run on the host's cores (one thread, or a gang of n); returns the start of the run."""
+        if shared:
+            t1 = env.now
+            yield shared.work(duration, n)
+            return t1
+        return (yield from hold(cores, "cpu", duration))
+
     def read(b, track):
         if d.storage_s <= 0:
             return
@@ -82,10 +153,11 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
         timeline.append((track, "read", t0, env.now, b))
 
     def preprocess(b, track):
-        if d.preprocess_s <= 0:
+        cost = d.preprocess_s + d.handoff_s    # a worker also hands its batch over (0 in the main process)
+        if cost <= 0:
             return
         t0 = env.now
-        t1 = yield from hold(cores, "cpu", d.preprocess_s * jit["pre"][b])
+        t1 = yield from on_cores(cost * jit["pre"][b])
         stamps.setdefault(b, {})["pre"] = (t0, env.now)
         timeline.append((track, "preprocess", t1, env.now, b))
 
@@ -143,13 +215,20 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
             else:
                 t0 = env.now
                 b = yield (device_q if s.pin_memory else ready).get()
+                if d.receive_s > 0:    # the main process unpickles the batch a worker handed over
+                    yield from on_cores(d.receive_s * jit["pre"][b])
                 if not s.pin_memory:   # synchronous copy on the loop
                     slots.put(1)
                     yield from copy(b)
                 waits.append((t0, env.now, b))
             t1 = env.now
             kernel = st.kernel_s * jit["gpu"][b]
-            yield env.all_of([env.timeout(kernel), env.process(issue(b))])
+            if shared:   # the step runs on the cores; what the workers' share stretches it by is CPU time
+                yield from on_cores(kernel, threads)
+                if env.now > t1 + kernel:
+                    issue_waits.append((t1 + kernel, env.now))
+            else:
+                yield env.all_of([env.timeout(kernel), env.process(issue(b))])
             busy["gpu"].add(t1, t1 + kernel, (st.compute_s + st.memory_s) / st.kernel_s if st.kernel_s else 0)
             timeline.append(("gpu", "step", t1, env.now, b))
             ends.append(env.now)
@@ -190,6 +269,8 @@ def measure(m, d, out: dict) -> dict:
     read_share = busy["worker_read"].within(lo, hi) / (window * nw) if nw else 0.0
     pre_share = busy["worker_pre"].within(lo, hi) / (window * nw) if nw else 0.0
     io_sat, cpu_sat = max(util["storage"], read_share), max(util["cpu"], pre_share)
+    if host_threads(m):   # the step's own threads keep the cores busy too: the loader saturates when its workers do
+        cpu_sat = pre_share
     waits = {"input_io": 0.0, "input_preprocess": 0.0, "host_copy": 0.0}
     for a, b, batch in out["waits"]:
         a, b = max(a, lo), min(b, hi)

@@ -14,7 +14,8 @@ class Op:
     """One operator, per sample: FLOPs, activation elements in and out, weight parameters.
 
     rows x cols is its output matrix per group (for occupancy); groups > 1 means
-    independent matrices per sample (attention heads).
+    independent matrices per sample (attention heads). kernels: launches per pass
+    (a measured step lumps many operators of one class into one Op).
     """
     name: str
     cls: str            # matmul | elementwise | norm | batchnorm | softmax
@@ -25,6 +26,7 @@ class Op:
     rows: float = 1.0
     cols: float = 1.0
     groups: int = 1
+    kernels: int = 1
 
 
 def _conv(name, cin, cout, k, stride, hw_in):
@@ -208,10 +210,21 @@ def _mlp(w: dict) -> list[Op]:
     return ops
 
 
+def _measured(w: dict) -> list[Op]:
+    """A step recorded from a real run (jupyter_hwsim.calibrate): its matmul-class operators
+    (convolutions, matrix products, forward and backward) and the rest, per sample."""
+    mm, ew = w["matmul"], w["other"]
+    return [Op("measured.matmul", "matmul", mm["flops"], mm["values_in"], mm["values_out"], w["params"],
+               max(1.0, mm["values_out"]), 1, kernels=int(mm["kernels"])),
+            Op("measured.other", "elementwise", ew["flops"], ew["values_in"], ew["values_out"], 0.0,
+               max(1.0, ew["values_out"]), 1, kernels=int(ew["kernels"]))]
+
+
 _BUILDERS = {"resnet": ["block", "blocks", "num_classes"],
              "transformer": ["layers", "hidden", "heads", "ffn", "vocab"],
              "vit": ["patch", "image_px", "layers", "hidden", "heads", "ffn", "num_classes"],
-             "mlp": ["widths"]}
+             "mlp": ["widths"],
+             "measured": ["matmul", "other", "params", "device_bytes_per_sample"]}
 _PIPELINE = ["input_bytes_per_sample", "preprocess_ms_per_sample", "default_batch_size"]
 
 
@@ -256,6 +269,8 @@ def _build(w: dict, seq: int) -> list[Op]:
         return _transformer(w, seq)
     if arch == "vit":
         return _vit(w)
+    if arch == "measured":
+        return _measured(w)
     return _mlp(w)
 
 
@@ -270,6 +285,8 @@ def operators(workload, seq: int | None = None) -> tuple[Op, ...]:
 
 def device_bytes_per_sample(w: dict, seq: int) -> float:
     """Bytes of one preprocessed sample copied to the device (fp32 images, int64 tokens)."""
+    if "device_bytes_per_sample" in w:
+        return float(w["device_bytes_per_sample"])
     if w["arch"] in ("resnet", "vit"):
         return 3.0 * w.get("image_px", 224) ** 2 * 4
     if w["arch"] == "mlp":

@@ -1,0 +1,419 @@
+"""calibrate(): measure a real PyTorch input pipeline and step on this machine, and return the
+scenario that reproduces it, so simulate() can answer what-ifs about the user's own pipeline.
+
+What it measures, each on its own so that no figure hides another:
+- loading a batch in the main process (what num_workers=0 does), with the I/O wait split off;
+- loading a batch in one real worker process (decode, augment, collate and the shared-memory
+  hand-off), and taking a ready batch from it in the main process;
+- the step on a batch held in memory, at the batch size and at half of it (fixed + per-sample
+  cost), the threads it keeps busy and its run-to-run variation;
+- the step's operators (one step recorded at the dispatcher: FLOPs, tensor values moved,
+  operator count, parameters), so the same step can be costed on any catalogue device;
+- this machine's memory bandwidth (a NumPy copy), and finally the pipeline as the user runs it.
+
+The local CPU becomes a measured device whose rates reproduce the step times; its step threads
+share the cores with the loader workers (see engine._SharedCores). PyTorch is imported only here
+(`pip install jupyter-hwsim[torch]`).
+"""
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import HwsimError
+from .scenario import Scenario
+
+# aten operators that compute with tensor cores / GEMM kernels (forward and backward)
+_MATMUL_OPS = ("convolution", "convolution_backward", "mm", "addmm", "bmm", "baddbmm", "matmul", "linear",
+               "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+               "_scaled_dot_product_flash_attention_for_cpu")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """A calibrated scenario and what was measured to build it; replace() gives what-if scenarios."""
+    scenario: Scenario
+    measured: dict
+    predicted: dict
+
+    def replace(self, **changes) -> Scenario:
+        return self.scenario.replace(**changes)
+
+    def report(self) -> str:
+        m, p = self.measured, self.predicted
+        rows = [
+            ("batch size / loader workers / cores", f"{m['batch_size']} / {m['num_workers']} / {m['cpu_cores']}"),
+            ("load a batch in the main process", f"{m['load_ms']:.2f} ms ({m['io_ms_per_sample']:.3f} ms/sample I/O wait)"),
+            ("load a batch on one thread / in a worker", f"{m['load1_ms']:.2f} ms / {m['worker_ms']:.2f} ms, "
+             f"then {m['receive_ms']:.2f} ms to take it"),
+            (f"step at batch {m['batch_size']} / {m['half_batch']}",
+             f"{m['step_ms']:.2f} ms / {m['half_step_ms']:.2f} ms (cv {m['step_cv']:.2f}), "
+             f"{m['step_threads']} thread(s) using {m['step_cores']:.2f} cores"),
+            ("step operators", f"{m['kernels']} per step, {m['gflops_per_step']:.3f} GFLOP, "
+             f"{m['params']:,} parameters, {m['kind']}"),
+            ("memory bandwidth (NumPy copy)", f"{m['memory_bandwidth_gbs']:.1f} GB/s"),
+            ("fitted device", f"{m['device_gflops']:.1f} GFLOP/s, {m['per_op_us']:.1f} us per operator"),
+            ("step beside the workers", f"measured {m['loop_step_ms']:.2f} ms, simulated {p['loop_step_ms']:.2f} ms"),
+            ("pipeline throughput", f"measured {m['throughput']:.1f}, simulated {p['throughput']:.1f} samples/s "
+             f"({p['throughput'] / m['throughput'] - 1:+.1%})"),
+            ("main loop waiting for input", f"measured {m['wait_share']:.0%}, simulated {p['wait_share']:.0%}"),
+            ("bottleneck (simulated)", p["bottleneck"]),
+        ]
+        width = max(len(k) for k, _ in rows)
+        return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+    def __repr__(self) -> str:
+        return "Calibration of this machine's pipeline\n" + self.report()
+
+
+def _check(loader, step, steps, warmup, rounds):
+    if not hasattr(loader, "__iter__"):
+        raise HwsimError("loader", type(loader).__name__, "a torch DataLoader or an iterable of batches")
+    for name, lo in (("batch_size", 1), ("num_workers", 0)):
+        v = getattr(loader, name, None)
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise HwsimError(f"loader.{name}", v, f"an integer >= {lo} (a DataLoader sets it; "
+                             "an iterable of batches needs the attribute)")
+    if not callable(step):
+        raise HwsimError("step", type(step).__name__, "a function that runs one step on a batch")
+    for name, v, lo in (("steps", steps, 3), ("warmup", warmup, 0), ("rounds", rounds, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise HwsimError(name, v, f"an integer >= {lo}")
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as e:  # the extra is not installed
+        raise HwsimError("calibrate", "torch", "PyTorch installed (pip install 'jupyter-hwsim[torch]')") from e
+    return torch
+
+
+class _Repeat:
+    """A sampler that goes round the loader's own sampler without end, so that a measurement
+    never meets the end of an epoch (and the worker start-up of the next)."""
+
+    def __init__(self, sampler):
+        self.sampler = sampler
+
+    def __iter__(self):
+        while True:
+            yield from self.sampler
+
+    def __len__(self):
+        return 2 ** 31
+
+
+def _clone(loader, workers: int):
+    """The same dataset, sample order and collate in a DataLoader of this many workers."""
+    torch = _torch()
+    kw = dict(batch_size=loader.batch_size, num_workers=workers, collate_fn=loader.collate_fn,
+              sampler=_Repeat(loader.sampler), drop_last=getattr(loader, "drop_last", False),
+              pin_memory=getattr(loader, "pin_memory", False))
+    if workers:
+        kw["prefetch_factor"] = getattr(loader, "prefetch_factor", None) or 2
+    return torch.utils.data.DataLoader(loader.dataset, **kw)
+
+
+def _batches(loader):
+    """Batches without end: a finite loader is iterated again (another epoch)."""
+    while True:
+        empty = True
+        for b in loader:
+            empty = False
+            yield b
+        if empty:
+            raise HwsimError("loader", "empty", "a loader that yields at least one batch")
+
+
+def _time_load(loader, n: int) -> tuple[float, float]:
+    """Median wall and CPU seconds per batch over n batches (after the first)."""
+    it = _batches(loader)
+    next(it)
+    walls, cpus = [], []
+    for _ in range(n):
+        t, c = time.perf_counter(), time.process_time()
+        next(it)
+        walls.append(time.perf_counter() - t)
+        cpus.append(time.process_time() - c)
+    return statistics.median(walls), statistics.median(cpus)
+
+
+def _worker_load(loader, n: int) -> tuple[float, float]:
+    """(seconds per batch of one real worker process, seconds the main process takes a ready batch)."""
+    it = iter(_clone(loader, 1))
+    next(it)
+    gaps = []
+    for _ in range(n):   # the main process only waits: the worker sets the pace
+        t = time.perf_counter()
+        next(it)
+        gaps.append(time.perf_counter() - t)
+    per_batch = statistics.median(gaps)
+    receives = []
+    for _ in range(3):   # let the prefetched batches get ready, then time taking them
+        time.sleep(2.5 * per_batch + 0.01)
+        for _ in range(2):
+            t = time.perf_counter()
+            next(it)
+            receives.append(time.perf_counter() - t)
+    del it
+    return per_batch, statistics.median(receives)
+
+
+def _slice(batch, n: int):
+    """The first n samples of a batch (tensors sliced along their first dimension)."""
+    torch = _torch()
+    from torch.utils._pytree import tree_map
+    return tree_map(lambda t: t[:n] if isinstance(t, torch.Tensor) and t.dim() else t, batch)
+
+
+def _time_steps(step, batches: list, steps: int) -> tuple[list, float, list]:
+    """Median wall seconds of step(b) for each batch, taken in turns; the CPU cores the first used;
+    the first's step times."""
+    walls, cpu = [[] for _ in batches], 0.0
+    for _ in range(steps):
+        for i, b in enumerate(batches):
+            t, c = time.perf_counter(), time.process_time()
+            step(b)
+            walls[i].append(time.perf_counter() - t)
+            if i == 0:
+                cpu += time.process_time() - c
+    return [statistics.median(w) for w in walls], cpu / sum(walls[0]), walls[0]
+
+
+def record_step(step, batch) -> dict:
+    """One step recorded at PyTorch's dispatcher: per-class FLOPs, values read and written,
+    operator counts, and the parameters touched; views and aliases cost nothing."""
+    torch = _torch()
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+    from torch.utils.flop_counter import flop_registry
+
+    totals = {c: {"flops": 0.0, "values_in": 0.0, "values_out": 0.0, "kernels": 0} for c in ("matmul", "other")}
+    params, seen = {}, {"backward": False}
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            name = func._overloadpacket.__name__
+            if func.namespace != "aten":
+                return out
+            ins = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
+            outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+            for t in ins:
+                if isinstance(t, torch.nn.Parameter):
+                    params[t.untyped_storage().data_ptr()] = t.numel()
+            storages = {t.untyped_storage().data_ptr() for t in ins}
+            if not func._schema.is_mutable and outs and all(t.untyped_storage().data_ptr() in storages
+                                                              for t in outs):
+                return out     # a view or alias: no kernel, no bytes
+            seen["backward"] |= "backward" in name
+            cls = "matmul" if name in _MATMUL_OPS else "other"
+            flops = 0.0
+            if func._overloadpacket in flop_registry:
+                try:   # the registry's formula, as torch.utils.flop_counter.FlopCounterMode calls it
+                    flops = float(flop_registry[func._overloadpacket](*args, **kwargs, out_val=out))
+                except Exception:   # a formula that needs more than shapes: count this operator's bytes only
+                    flops = 0.0
+            acc = totals[cls]
+            acc["flops"] += flops
+            acc["values_in"] += sum(t.numel() for t in ins if not isinstance(t, torch.nn.Parameter))
+            acc["values_out"] += sum(t.numel() for t in outs)
+            acc["kernels"] += 1
+            return out
+
+    with Recorder():
+        step(batch)
+    if not totals["matmul"]["kernels"] + totals["other"]["kernels"]:
+        raise HwsimError("step", getattr(step, "__name__", "step"),
+                         "a step that runs PyTorch operators (the recording found none)")
+    return {"ops": totals, "params": float(sum(params.values())), "training": seen["backward"]}
+
+
+def memory_bandwidth_gbs(mb: int = 64) -> float:
+    """This machine's copy bandwidth: the best of five NumPy copies, read + write bytes."""
+    a = np.ones(mb * 2 ** 20 // 8)
+    b = np.empty_like(a)
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        np.copyto(b, a)
+        best = min(best, time.perf_counter() - t)
+    return 2 * a.nbytes / best / 1e9
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _batch_bytes(batch) -> float:
+    torch = _torch()
+    from torch.utils._pytree import tree_flatten
+    return float(sum(t.numel() * t.element_size() for t in tree_flatten(batch)[0] if isinstance(t, torch.Tensor)))
+
+
+def _fit_device(base: Scenario, batch: int, half: int, step_s: float, half_s: float) -> dict:
+    """The local device's FLOP rate and per-operator cost that make the model's step take the measured
+    times at both batch sizes (the rate from the difference, the per-operator cost from the rest)."""
+    from . import costs
+
+    def kernel_s(scenario, b, rate):
+        dev = {**scenario.gpu, "peak_tflops": {"fp32": rate / 1e12}, "launch_overhead_us": 0.0}
+        m = costs.resolve(scenario.replace(gpu=dev, batch_size=b))
+        c = costs._step_cost(m)
+        return c.kernel_s, c.kernels
+
+    slope = step_s - half_s
+    lo, hi = 1e6, 1e16   # FLOP/s
+    if slope > 0 and kernel_s(base, batch, hi)[0] - kernel_s(base, half, hi)[0] < slope:
+        for _ in range(80):   # the model's slope falls as the rate rises: bisect in log space
+            mid = (lo * hi) ** 0.5
+            d = kernel_s(base, batch, mid)[0] - kernel_s(base, half, mid)[0]
+            lo, hi = (mid, hi) if d > slope else (lo, mid)
+        rate = hi
+    else:   # no measurable slope (noise, or a step that does not grow with the batch): all of it per sample
+        lo, hi = 1e6, 1e16
+        for _ in range(80):
+            mid = (lo * hi) ** 0.5
+            lo, hi = (mid, hi) if kernel_s(base, batch, mid)[0] > step_s else (lo, mid)
+        rate = hi
+    t, kernels = kernel_s(base, batch, rate)
+    per_op_s = max(0.0, step_s - t) / max(1, kernels)
+    return {**base.gpu, "peak_tflops": {"fp32": rate / 1e12}, "launch_overhead_us": per_op_s * 1e6}
+
+
+def _run_pipeline(loader, step, steps: int, warmup: int) -> dict:
+    """The user's pipeline as it runs: samples/s, the share of time the loop waited for input,
+    and the mean step time (the step slows where loader workers share its cores)."""
+    it = _batches(loader)
+    wait = stepping = 0.0
+    for k in range(warmup + steps):
+        if k == warmup:
+            t0, wait, stepping = time.perf_counter(), 0.0, 0.0
+        t = time.perf_counter()
+        batch = next(it)
+        t1 = time.perf_counter()
+        step(batch)
+        wait, stepping = wait + t1 - t, stepping + time.perf_counter() - t1
+    total = time.perf_counter() - t0
+    del it
+    return {"throughput": steps * loader.batch_size / total, "wait_share": wait / total,
+            "loop_step_ms": stepping / steps * 1e3}
+
+
+def _loop_step_ms(r) -> float:
+    """Mean wall time of a simulated step (the timeline's device track)."""
+    spans = [b - a for track, _, a, b, _ in r.timeline if track == "gpu"]
+    return 1e3 * sum(spans) / len(spans)
+
+
+def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -> Calibration:
+    """Measure `loader` (a torch DataLoader, or an iterable with batch_size and num_workers) and
+    `step(batch)` on this machine; returns a Calibration whose .scenario reproduces them and whose
+    .replace(loader_workers=4, gpu="a100", ...) asks what-ifs. Each of `rounds` rounds times `steps`
+    steps (after `warmup`) three ways and loads a few dozen batches: seconds, not minutes."""
+    _check(loader, step, steps, warmup, rounds)
+    torch = _torch()
+    from . import api
+
+    bs, nw = loader.batch_size, loader.num_workers
+    is_dataloader = isinstance(loader, torch.utils.data.DataLoader)
+    n_load = max(3, min(steps, 6))
+    inproc = _clone(loader, 0) if is_dataloader else loader
+    batch = next(iter(inproc))
+    half = max(1, bs // 2)
+    batches = [batch, _slice(batch, half)] if half < bs else [batch]
+    threads = torch.get_num_threads()
+    for _ in range(warmup):
+        for b in batches:
+            step(b)
+    # Every figure is measured once per round and the median over rounds is kept: the speed of a
+    # shared machine drifts over seconds, and rounds spread every figure over the same spells.
+    figures, step_times = [], []
+    for _ in range(rounds):
+        f = {}
+        # loading in the main process, as num_workers=0 does it
+        f["load_s"], _ = _time_load(inproc, n_load)
+        # the step on a batch in memory, at the batch size and at half of it
+        (f["step_s"], *rest), f["step_cores"], walls = _time_steps(step, batches, steps)
+        f["half_s"] = rest[0] if rest else f["step_s"]
+        step_times += walls
+        # loading on one thread, as a worker does it (its I/O wait is what it does not spend on a core),
+        # then in one real worker process, and taking a ready batch from it
+        torch.set_num_threads(1)
+        try:
+            f["load1_s"], f["cpu1_s"] = _time_load(inproc, n_load)
+        finally:
+            torch.set_num_threads(threads)
+        f["worker_s"], f["receive_s"] = _worker_load(loader, n_load) if is_dataloader else (f["load1_s"], 0.0)
+        # the pipeline as the user runs it
+        f.update(_run_pipeline(loader, step, steps, warmup))
+        figures.append(f)
+    med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
+    load_s, step_s, half_s, wall1 = med["load_s"], med["step_s"], med["half_s"], med["load1_s"]
+    worker_s, receive_s, step_cores = med["worker_s"], med["receive_s"], med["step_cores"]
+    handoff_s = max(0.0, worker_s - wall1)
+    io_s = max(0.0, wall1 - med["cpu1_s"])
+    cv = statistics.pstdev(step_times) / statistics.mean(step_times)
+    run = {k: med[k] for k in ("throughput", "wait_share", "loop_step_ms")}
+    # 4. the step's operators, and the machine's memory bandwidth
+    rec = record_step(step, batch)
+    per = {c: {k: (v / bs if k != "kernels" else v) for k, v in o.items()} for c, o in rec["ops"].items()}
+    bw = memory_bandwidth_gbs()
+    cores = _cores()
+    workload = {
+        "name": "calibrated pipeline", "arch": "measured", "params": rec["params"],
+        "matmul": per["matmul"], "other": per["other"],
+        "device_bytes_per_sample": _batch_bytes(batch) / bs,
+        "input_bytes_per_sample": 1.0,
+        "preprocess_ms_per_sample": max(0.0, load_s - io_s) / bs * 1e3,
+        "handoff_ms_per_batch": handoff_s * 1e3,
+        "receive_ms_per_batch": receive_s * 1e3,
+        "default_batch_size": bs,
+    }
+    device = {"name": "this machine's CPU (measured)", "memory_gb": _memory_gb(), "memory_bandwidth_gbs": bw,
+              "peak_tflops": {"fp32": 1.0}, "parallel_units": cores, "tile": 16, "compute_efficiency": 1.0,
+              "memory_efficiency": 1.0, "launch_overhead_us": 0.0, "workspace_gb": 0.0,
+              "host_link": "host-memory", "host_threads": max(1, min(threads, cores))}
+    storage = {"name": "this machine's dataset storage (measured)", "bandwidth_gbs": 1e4,
+               "latency_ms": io_s / bs * 1e3, "concurrency": 1}
+    base = Scenario(kind="training" if rec["training"] else "inference", workload=workload, gpu=device,
+                    precision="fp32", batch_size=bs, loader_workers=nw,
+                    prefetch_factor=getattr(loader, "prefetch_factor", None) or 2, cpu_cores=cores,
+                    storage=storage, host_link={"name": "none: the step reads the batch where it lies",
+                                                "bandwidth_gbs": 1e4},
+                    pin_memory=False, jitter_cv=round(min(1.0, cv), 3))
+    device = _fit_device(base, bs, half, step_s, half_s)
+    # the model of the pipeline beside the fastest run of it
+    scenario = base.replace(gpu=device)
+    r = api.simulate(scenario, suggest=False)
+    waited = 1.0 - _loop_step_ms(r) / 1e3 * r.throughput / bs
+    measured = {
+        "batch_size": bs, "half_batch": half, "num_workers": nw, "cpu_cores": cores,
+        "load_ms": load_s * 1e3, "load1_ms": wall1 * 1e3, "io_ms_per_sample": io_s / bs * 1e3, "worker_ms": worker_s * 1e3,
+        "receive_ms": receive_s * 1e3, "step_ms": step_s * 1e3, "half_step_ms": half_s * 1e3, "step_cv": cv,
+        "step_threads": device["host_threads"], "step_cores": step_cores, "kernels": int(
+            per["matmul"]["kernels"] + per["other"]["kernels"]),
+        "gflops_per_step": (per["matmul"]["flops"] + per["other"]["flops"]) * bs / 1e9,
+        "params": int(rec["params"]), "kind": base.kind, "memory_bandwidth_gbs": bw,
+        "device_gflops": device["peak_tflops"]["fp32"] * 1e3, "per_op_us": device["launch_overhead_us"],
+        **run,
+    }
+    predicted = {"throughput": r.throughput, "wait_share": waited, "bottleneck": r.bottleneck,
+                 "loop_step_ms": _loop_step_ms(r)}
+    return Calibration(scenario, measured, predicted)
+
+
+def _memory_gb() -> float:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+    except (ValueError, OSError, AttributeError):
+        return 16.0
+
+
+__all__ = ["Calibration", "calibrate", "record_step", "memory_bandwidth_gbs"]

@@ -1,0 +1,89 @@
+"""A device on the host's own cores: its step's threads share the cores with the loader workers.
+
+Closed forms: the co-scheduling chance of a gang, processor sharing of one core, and the
+analytic twin against the engine over a grid of pipelines."""
+import math
+
+import pytest
+
+from jupyter_hwsim import Scenario, estimate, simulate
+from jupyter_hwsim.costs import coscheduled
+
+HOST = {"name": "test CPU", "memory_gb": 16, "memory_bandwidth_gbs": 1e6, "peak_tflops": {"fp32": 1.0},
+        "parallel_units": 2, "tile": 16, "compute_efficiency": 1.0, "memory_efficiency": 1.0,
+        "launch_overhead_us": 0.0, "workspace_gb": 0.0, "host_link": "host-memory", "host_threads": 2}
+STORAGE = {"name": "page cache", "bandwidth_gbs": 1e4, "latency_ms": 0.0, "concurrency": 1}
+
+
+def workload(step_ms_per_sample, pre_ms_per_sample, handoff_ms=0.0, receive_ms=0.0):
+    """A recorded step of that many ms per sample on a 1 TFLOP/s device (all matmul, no bytes)."""
+    return {"arch": "measured", "params": 0.0, "device_bytes_per_sample": 4.0,
+            "matmul": {"flops": step_ms_per_sample * 1e9, "values_in": 0.0, "values_out": 1e6, "kernels": 1},
+            "other": {"flops": 0.0, "values_in": 0.0, "values_out": 0.0, "kernels": 0},
+            "input_bytes_per_sample": 1.0, "preprocess_ms_per_sample": pre_ms_per_sample,
+            "handoff_ms_per_batch": handoff_ms, "receive_ms_per_batch": receive_ms, "default_batch_size": 16}
+
+
+def scenario(step_ms, pre_ms, workers, cores=2, threads=2, **kw):
+    return Scenario(workload=workload(step_ms, pre_ms, **kw), gpu={**HOST, "host_threads": threads},
+                    storage=STORAGE, precision="fp32", batch_size=16, loader_workers=workers, cpu_cores=cores,
+                    jitter_cv=0.0, steps=300, host_link={"name": "none", "bandwidth_gbs": 1e4})
+
+
+def test_coscheduling_chance():
+    assert coscheduled(2, 2, 2) == 1.0                      # nothing else runs
+    assert coscheduled(2, 3, 1) == pytest.approx(2 / 3)     # one thread: the fair share
+    assert coscheduled(2, 3, 2) == pytest.approx(1 / 3)     # pairs rotate: (s1,s2) (s1,w) (s2,w)
+    assert coscheduled(2, 4, 2) == pytest.approx(1 / 6)     # one pair of the six
+    assert coscheduled(4, 6, 2) == pytest.approx(math.comb(4, 2) / math.comb(6, 4))
+    assert coscheduled(2, 2.5, 2) == pytest.approx(coscheduled(2, 2.5, 2))  # fractional T is defined
+    assert 1 / 3 < coscheduled(2, 2.5, 2) < 1
+
+
+def test_no_workers_is_serial():
+    """num_workers=0: the loop loads, then steps; nothing overlaps."""
+    r = simulate(scenario(1.0, 2.0, 0), suggest=False)
+    assert r.throughput == pytest.approx(1e3 / 3.0, rel=1e-3)
+
+
+def test_one_core_shared_by_a_worker_and_a_one_thread_step():
+    """Processor sharing on one core: everything that must run per batch, run at one core's speed."""
+    r = simulate(scenario(1.0, 2.0, 1, cores=1, threads=1), suggest=False)
+    assert r.throughput == pytest.approx(1e3 / 3.0, rel=0.01)
+    assert r.utilization["cpu"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_a_worker_beside_a_two_thread_step_on_two_cores():
+    """The worker-bound closed form: while the step runs (a third of the time it is scheduled) the
+    worker gets 2/3 of a core; the rest of its batch it does alone."""
+    step, pre = 0.5, 2.0   # ms per sample
+    s_ms, w_ms = 16 * step, 16 * pre
+    t_step = s_ms / (1 / 3)
+    left = w_ms - (2 / 3) * t_step
+    assert left > 0
+    expect = 16 / ((t_step + left) / 1e3)
+    r = simulate(scenario(step, pre, 1), suggest=False)
+    assert r.throughput == pytest.approx(expect, rel=0.01)
+    assert r.bottleneck == "cpu"
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+@pytest.mark.parametrize("step_ms,pre_ms", [(0.2, 2.0), (1.0, 1.0), (2.0, 0.3)])
+def test_analytic_twin_follows_the_engine(workers, step_ms, pre_ms):
+    s = scenario(step_ms, pre_ms, workers, handoff_ms=1.0, receive_ms=0.5)
+    r, e = simulate(s, suggest=False), estimate(s, suggest=False)
+    assert e.throughput == pytest.approx(r.throughput, rel=0.08)   # the fluid limit: within 6.2% here
+    assert {r.bottleneck, e.bottleneck} <= {"cpu", "compute"}
+
+
+def test_handoff_and_receive_only_with_workers():
+    base = scenario(1.0, 1.0, 0, handoff_ms=50.0, receive_ms=50.0)
+    assert simulate(base, suggest=False).throughput == pytest.approx(1e3 / 2.0, rel=1e-3)
+    slow = simulate(base.replace(loader_workers=1), suggest=False).throughput
+    assert slow < simulate(scenario(1.0, 1.0, 1), suggest=False).throughput
+
+
+def test_gpu_pipelines_do_not_share_cores():
+    """A catalogue GPU keeps its own FIFO cores model: the shared-cores path is only for host devices."""
+    s = Scenario(loader_workers=2, cpu_cores=2, jitter_cv=0.0)
+    assert simulate(s, suggest=False).throughput == pytest.approx(estimate(s, suggest=False).throughput, rel=0.02)

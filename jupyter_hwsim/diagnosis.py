@@ -32,7 +32,10 @@ def explain(b: str, m, d, util: dict, mem: dict, state: dict | None = None) -> s
         return _explain_llm(b, m, d, util, mem, state)
     if m.s.kind == "serving":
         return _explain_serving(b, m, d, util, mem, state)
-    return _explain_pipeline(b, m, d, util, mem)
+    text = _explain_pipeline(b, m, d, util, mem)
+    if m.device.get("host_threads"):   # the device is the host's own CPU (calibrate)
+        text = text.replace("The GPU", "The CPU running the step").replace("GPU step", "step")
+    return text
 
 
 def _oom(m, mem) -> str:

@@ -87,3 +87,8 @@ def test_gpu_pipelines_do_not_share_cores():
     """A catalogue GPU keeps its own FIFO cores model: the shared-cores path is only for host devices."""
     s = Scenario(loader_workers=2, cpu_cores=2, jitter_cv=0.0)
     assert simulate(s, suggest=False).throughput == pytest.approx(estimate(s, suggest=False).throughput, rel=0.02)
+
+
+def test_explanation_names_the_cpu_not_a_gpu():
+    r = simulate(scenario(2.0, 0.3, 1), suggest=False)
+    assert r.bottleneck == "compute" and "GPU" not in r.explanation and "CPU" in r.explanation

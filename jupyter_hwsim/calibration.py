@@ -303,7 +303,7 @@ def _run_pipeline(loader, step, steps: int, warmup: int) -> dict:
     total = time.perf_counter() - t0
     del it
     return {"throughput": steps * loader.batch_size / total, "wait_share": wait / total,
-            "loop_step_ms": stepping / steps * 1e3}
+            "loop_step_ms": stepping / steps * 1e3, "loop_wait_ms": wait / steps * 1e3}
 
 
 def _loop_step_ms(r) -> float:
@@ -337,8 +337,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     figures, step_times = [], []
     for _ in range(rounds):
         f = {}
-        # loading in the main process, as num_workers=0 does it
-        f["load_s"], _ = _time_load(inproc, n_load)
+        # loading in the main process as num_workers=0 does it: between steps
+        f["load_s"] = _run_pipeline(inproc, step, n_load, 1)["loop_wait_ms"] / 1e3
         # the step on a batch in memory, at the batch size and at half of it
         (f["step_s"], *rest), f["step_cores"], walls = _time_steps(step, batches, steps)
         f["half_s"] = rest[0] if rest else f["step_s"]

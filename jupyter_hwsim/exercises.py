@@ -116,7 +116,7 @@ def _parse_change(change) -> dict:
         text = re.sub(r"\s*=\s*", "=", change.strip())
         change = parse_pairs([w for w in re.split(r"[\s;]+", text) if w])
     if not isinstance(change, dict):
-        raise HwsimError("change", change, "a dict such as {'loader_workers': 16} or a string 'loader_workers=16'")
+        raise HwsimError("change", change, "a dict such as {'cpu_cores': 64} or a string such as 'host_link=pcie5'")
     return dict(change)
 
 
@@ -145,7 +145,7 @@ def change_speedup(s: Scenario, change, seed: int = 0) -> tuple[float, object]:
 
 def _judge_change(s: Scenario, change, seed: int = 0) -> bool:
     if change is None:
-        return _fill_in("one change, e.g. {'loader_workers': 16} or 'storage=nvme-gen4'")
+        return _fill_in("one change, e.g. {'cpu_cores': 64} or 'host_link=pcie5' (a format, not a hint)")
     try:
         fields = _parse_change(change)
     except HwsimError as e:

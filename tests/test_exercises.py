@@ -206,3 +206,14 @@ def test_mystery_fix(capsys, seed):
     out = refuses(capsys, ex.check_mystery_fix, seed, useless["change"])
     assert best["change"] not in out
     fill_in(capsys, ex.check_mystery_fix, seed, None)
+
+
+def test_the_format_examples_are_not_answers(capsys):
+    """The examples in the fill-in line (and the notebooks' answer cells) must not be accepted answers."""
+    examples = ("cpu_cores=64", "host_link=pcie5")
+    line = fill_in(capsys, ex.check_biggest_change, None)
+    assert "cpu_cores': 64" in line and "host_link=pcie5" in line, line
+    for change in examples:
+        refuses(capsys, ex.check_biggest_change, change)
+        for seed in range(12):
+            refuses(capsys, ex.check_mystery_fix, seed, change)

@@ -157,6 +157,9 @@ def _result(m, d, mem, method: str, state: dict | None, timeline=()) -> Result:
         gpu_time = {k: float(state["gpu_time"].get(k, 0.0)) for k in GPU_TIME_KEYS}
         flops_s, bytes_s, extra = state["flops_per_s"], state["bytes_per_s"], state["extra"]
         bottleneck = diagnosis.name_bottleneck(state["saturation"], gpu_time)
+        if m.s.kind in ("training", "inference") and bottleneck in ("compute", "memory_bw") and \
+                d.step.issue_s >= d.step.kernel_s > 0:   # a step as long as its issue: faster kernels change nothing
+            bottleneck = "overhead"
     replicas = m.s.replicas if m.s.kind == "serving" else 1
     util["gpu_mfu"] = flops_s / (m.device["peak_tflops"][m.precision] * 1e12)
     util["hbm_bw"] = bytes_s / (m.device["memory_bandwidth_gbs"] * 1e9)

@@ -163,10 +163,6 @@ def _load_jupyter_server_extension(serverapp) -> None:
     web.add_handlers(".*$", [(url_path_join(base, "catalog"), CatalogHandler),
                              (url_path_join(base, "estimate"), EstimateHandler),
                              (url_path_join(base, "simulate"), SimulateHandler)])
-    # start the workers now, in the background: a first request then finds them with the model imported
-    # (on a busy 2-core machine a cold start once took more than 10 s)
-    for _ in range(max(1, min(limits.max_workers, os.cpu_count() or 1))):
-        get_pool().submit(compute, "estimate", {}, 0, 5.0, False)
     serverapp.log.info("jupyter_hwsim: REST API at %s", base)
 
 

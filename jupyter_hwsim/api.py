@@ -165,7 +165,7 @@ def _result(m, d, mem, method: str, state: dict | None, timeline=()) -> Result:
     util["hbm_bw"] = bytes_s / (m.device["memory_bandwidth_gbs"] * 1e9)
     util = {k: float(min(1.0, max(0.0, v))) for k, v in util.items()}
     warnings = list(m.warnings)
-    err = precision.matmul_error(m.s.precision)
+    err = precision.matmul_error(m.s.precision, m.s.weight_group_size)
     if err > precision.WARN_ABOVE:
         warnings.append(f"{m.s.precision} matmul relative error {err:.1%} (measured on a 256x256 product): "
                         "check accuracy before deploying")

@@ -91,3 +91,13 @@ def test_precision_error_is_measured_and_grows_as_bits_shrink():
                  suggest=False)
     assert any("relative error" in w for w in r.warnings)
     assert r.details["precision_error"] == matmul_error("int4")
+
+
+def test_grouped_scales_shrink_the_int4_error():
+    """A scale per 32 weights (llama.cpp Q4_0, MLC q4f16_1) fits each group's range: less error than one
+    scale per channel, still more than int8; the result reports the error of the grouping it runs."""
+    from jupyter_hwsim.precision import matmul_error
+    assert matmul_error("int8") < matmul_error("int4", 32) < matmul_error("int4", 128) < matmul_error("int4")
+    r = estimate(Scenario(kind="llm", workload="llama-2-7b", gpu="a100", precision="int4", weight_group_size=32),
+                 suggest=False)
+    assert r.details["precision_error"] == matmul_error("int4", 32)

@@ -372,7 +372,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         "device_bytes_per_sample": _batch_bytes(batch) / bs,
         "input_bytes_per_sample": 1.0,
         "preprocess_ms_per_sample": max(0.0, load_s - io_s) / bs * 1e3,
-        "handoff_ms_per_batch": handoff_s * 1e3,
+        "handoff_ms_per_sample": handoff_s / bs * 1e3,
         "receive_ms_per_batch": receive_s * 1e3,
         "default_batch_size": bs,
     }

@@ -21,7 +21,7 @@ def workload(step_ms_per_sample, pre_ms_per_sample, handoff_ms=0.0, receive_ms=0
             "matmul": {"flops": step_ms_per_sample * 1e9, "values_in": 0.0, "values_out": 1e6, "kernels": 1},
             "other": {"flops": 0.0, "values_in": 0.0, "values_out": 0.0, "kernels": 0},
             "input_bytes_per_sample": 1.0, "preprocess_ms_per_sample": pre_ms_per_sample,
-            "handoff_ms_per_batch": handoff_ms, "receive_ms_per_batch": receive_ms, "default_batch_size": 16}
+            "handoff_ms_per_sample": handoff_ms / 16, "receive_ms_per_batch": receive_ms, "default_batch_size": 16}
 
 
 def scenario(step_ms, pre_ms, workers, cores=2, threads=2, **kw):

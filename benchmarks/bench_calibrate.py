@@ -1,0 +1,23 @@
+"""Calibration accuracy: calibrate the JPEG + CNN pipeline of tests/test_calibrate.py at batch 32 with
+1 worker, predict batches 16 and 64 at 0, 1 and 2 workers, and measure them (medians of 5 rounds).
+Run: python benchmarks/bench_calibrate.py (about 90 s; needs torch and pillow)."""
+import pathlib
+import statistics
+import sys
+import tempfile
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
+import test_calibrate as tc  # noqa: E402
+
+
+def main():
+    with tempfile.TemporaryDirectory() as root:
+        ds = tc.write_images(pathlib.Path(root))
+        rows, errors = tc.table(tc.run_rounds(ds))
+    print("| batch | workers | measured samples/s | predicted | error | bottleneck |\n"
+          "| --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))
+    print(f"median |error| {statistics.median(errors):.1%}, max {max(errors):.1%} (target: each under 20%)")
+
+
+if __name__ == "__main__":
+    main()

@@ -269,19 +269,17 @@ def _fit_device(base: Scenario, batch: int, half: int, step_s: float, half_s: fl
         return c.kernel_s, c.kernels
 
     slope = step_s - half_s
-    lo, hi = 1e6, 1e16   # FLOP/s
-    if slope > 0 and kernel_s(base, batch, hi)[0] - kernel_s(base, half, hi)[0] < slope:
-        for _ in range(80):   # the model's slope falls as the rate rises: bisect in log space
-            mid = (lo * hi) ** 0.5
-            d = kernel_s(base, batch, mid)[0] - kernel_s(base, half, mid)[0]
-            lo, hi = (mid, hi) if d > slope else (lo, mid)
-        rate = hi
+    if slope > 0 and kernel_s(base, batch, 1e16)[0] - kernel_s(base, half, 1e16)[0] < slope:
+        def too_slow(rate):   # the model's growth from half a batch to a batch, against the measured one
+            return kernel_s(base, batch, rate)[0] - kernel_s(base, half, rate)[0] > slope
     else:   # no measurable slope (noise, or a step that does not grow with the batch): all of it per sample
-        lo, hi = 1e6, 1e16
-        for _ in range(80):
-            mid = (lo * hi) ** 0.5
-            lo, hi = (mid, hi) if kernel_s(base, batch, mid)[0] > step_s else (lo, mid)
-        rate = hi
+        def too_slow(rate):
+            return kernel_s(base, batch, rate)[0] > step_s
+    lo, hi = 1e6, 1e16   # FLOP/s; the model's step shortens as the rate rises: bisect in log space
+    for _ in range(80):
+        mid = (lo * hi) ** 0.5
+        lo, hi = (mid, hi) if too_slow(mid) else (lo, mid)
+    rate = hi
     t, kernels = kernel_s(base, batch, rate)
     per_op_s = max(0.0, step_s - t) / max(1, kernels)
     return {**base.gpu, "peak_tflops": {"fp32": rate / 1e12}, "launch_overhead_us": per_op_s * 1e6}

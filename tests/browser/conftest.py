@@ -611,6 +611,12 @@ def _run_all_fixture():
     return run_all
 
 
+@pytest.fixture(name="kernel_state")
+def _kernel_state_fixture():
+    """kernel_state(lab, name) -> the server's execution_state of the notebook's kernel, or None"""
+    return _kernel_session_state
+
+
 @pytest.fixture(scope="session")
 def painted_pixels_js() -> str:
     """JS for locator.evaluate: painted pixels of a chart's canvas (or marks of an svg); 0 means blank."""

@@ -1,12 +1,44 @@
 """The %hwsim what-if panel in a real JupyterLab and a real browser: the read-outs follow the slider, the charts
 draw offline, and nothing fails to load."""
 import re
+import time
 
 FORBIDDEN_TEXT = ["Error loading script", "Javascript Error", "Error displaying widget", "Traceback", "hwsim: "]
 
 
 def _number(text: str) -> float:
     return float(re.search(r"[\d,]+\.?\d*", text).group(0).replace(",", ""))
+
+
+def _wait_idle_kernel(kernel_state, lab, name, timeout_s=90.0):
+    """Until the server reports the notebook's kernel idle for a second."""
+    deadline, since = time.monotonic() + timeout_s, None
+    while time.monotonic() < deadline:
+        if kernel_state(lab, name) == "idle":
+            since = since or time.monotonic()
+            if time.monotonic() - since >= 1.0:
+                return
+        else:
+            since = None
+        time.sleep(0.25)
+    raise AssertionError(f"the kernel of {name} was not idle within {timeout_s:.0f} s: {kernel_state(lab, name)!r}")
+
+
+def _ran(kernel_state, prompt, lab, name, timeout_s=90.0) -> bool:
+    """True once the cell shows its execution count; False if its request was lost (the prompt is
+    not a count while the kernel has been idle for 5 s)."""
+    deadline, idle_since = time.monotonic() + timeout_s, None
+    while time.monotonic() < deadline:
+        if re.fullmatch(r"\[\d+\]:?", prompt.inner_text().strip()):
+            return True
+        if kernel_state(lab, name) == "idle":
+            idle_since = idle_since or time.monotonic()
+            if time.monotonic() - idle_since >= 5.0:
+                return False
+        else:
+            idle_since = None
+        time.sleep(0.25)
+    return False
 
 
 def test_the_panel_follows_its_batch_slider(browser_page, lab_server, open_notebook, run_all, save_screenshot,
@@ -91,7 +123,8 @@ def test_run_and_sweep_outputs_render(browser_page, lab_server, open_notebook, r
     save_screenshot(page, "run_and_sweep", full_page=True)
 
 
-def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_screenshot, painted_pixels_js):
+def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_screenshot, painted_pixels_js,
+                                            kernel_state):
     """Notebook 7 (served by the same jupyter_server) renders the panel and the charts offline too."""
     import nbformat
     from playwright.sync_api import expect
@@ -109,19 +142,20 @@ def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_scree
     select = page.get_by_role("button", name="Select")       # the kernel dialog, when it asks
     if select.count():
         select.click()
+    _wait_idle_kernel(kernel_state, lab_server, "nb7.ipynb")
     run = page.locator("[data-command='notebook:run-cell-and-select-next']").first
-    for i in range(3):          # run each cell and wait for its execution count; a first click can land early
+    for i in range(3):
+        # Run each cell and wait for its execution count. Under the full suite's load a click can land
+        # before the page has its kernel connection, and the request is lost: the cell shows [*] while the
+        # server says the kernel is idle. Such a cell is sent again (a cell that really runs is left alone).
         prompt = page.locator(".jp-CodeCell .jp-InputPrompt").nth(i)
         for attempt in range(4):
-            page.locator(".jp-CodeCell .jp-InputPrompt").nth(i).click()
+            prompt.click()
             run.click()
-            try:
-                expect(prompt).to_have_text(re.compile(r"\[[\d*]+\]"), timeout=15_000)
+            if _ran(kernel_state, prompt, lab_server, "nb7.ipynb"):
                 break
-            except AssertionError:
-                if attempt == 3:
-                    raise
-        expect(prompt).to_have_text(re.compile(r"\[\d+\]"), timeout=60_000)
+            if attempt == 3:
+                raise AssertionError(f"cell {i} of nb7.ipynb did not run: its prompt shows {prompt.inner_text()!r}")
     expect(page.locator(".hwsim-whatif")).to_be_visible(timeout=60_000)
     expect(page.locator(".hwsim-report")).to_be_visible(timeout=60_000)
     expect(page.locator(".hwsim-whatif .hwsim-status")).to_contain_text("simulated", timeout=30_000)

@@ -10,35 +10,22 @@ def _number(text: str) -> float:
     return float(re.search(r"[\d,]+\.?\d*", text).group(0).replace(",", ""))
 
 
-def _wait_idle_kernel(kernel_state, lab, name, timeout_s=90.0):
-    """Until the server reports the notebook's kernel idle for a second."""
+def _until_idle(kernel_state, lab, name, hold_s, done=lambda: False, timeout_s=90.0) -> bool:
+    """Poll until done() (True) or until the server has reported the notebook's kernel idle for hold_s
+    seconds on end (False); an AssertionError after timeout_s."""
     deadline, since = time.monotonic() + timeout_s, None
     while time.monotonic() < deadline:
+        if done():
+            return True
         if kernel_state(lab, name) == "idle":
             since = since or time.monotonic()
-            if time.monotonic() - since >= 1.0:
-                return
+            if time.monotonic() - since >= hold_s:
+                return False
         else:
             since = None
         time.sleep(0.25)
-    raise AssertionError(f"the kernel of {name} was not idle within {timeout_s:.0f} s: {kernel_state(lab, name)!r}")
-
-
-def _ran(kernel_state, prompt, lab, name, timeout_s=90.0) -> bool:
-    """True once the cell shows its execution count; False if its request was lost (the prompt is
-    not a count while the kernel has been idle for 5 s)."""
-    deadline, idle_since = time.monotonic() + timeout_s, None
-    while time.monotonic() < deadline:
-        if re.fullmatch(r"\[\d+\]:?", prompt.inner_text().strip()):
-            return True
-        if kernel_state(lab, name) == "idle":
-            idle_since = idle_since or time.monotonic()
-            if time.monotonic() - idle_since >= 5.0:
-                return False
-        else:
-            idle_since = None
-        time.sleep(0.25)
-    return False
+    raise AssertionError(f"{name}: the kernel neither settled nor finished within {timeout_s:.0f} s "
+                         f"(server state {kernel_state(lab, name)!r})")
 
 
 def test_the_panel_follows_its_batch_slider(browser_page, lab_server, open_notebook, run_all, save_screenshot,
@@ -142,7 +129,7 @@ def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_scree
     select = page.get_by_role("button", name="Select")       # the kernel dialog, when it asks
     if select.count():
         select.click()
-    _wait_idle_kernel(kernel_state, lab_server, "nb7.ipynb")
+    _until_idle(kernel_state, lab_server, "nb7.ipynb", hold_s=1.0)
     run = page.locator("[data-command='notebook:run-cell-and-select-next']").first
     for i in range(3):
         # Run each cell and wait for its execution count. Under the full suite's load a click can land
@@ -152,7 +139,9 @@ def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_scree
         for attempt in range(4):
             prompt.click()
             run.click()
-            if _ran(kernel_state, prompt, lab_server, "nb7.ipynb"):
+            # counted, or not counted while the kernel has been idle for 5 s: the request was lost
+            if _until_idle(kernel_state, lab_server, "nb7.ipynb", hold_s=5.0,
+                           done=lambda: re.fullmatch(r"\[\d+\]:?", prompt.inner_text().strip()) is not None):
                 break
             if attempt == 3:
                 raise AssertionError(f"cell {i} of nb7.ipynb did not run: its prompt shows {prompt.inner_text()!r}")

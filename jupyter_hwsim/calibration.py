@@ -51,11 +51,17 @@ class Calibration:
             ("load a batch on one thread / in a worker", f"{m['load1_ms']:.2f} ms / {m['worker_ms']:.2f} ms, "
              f"then {m['receive_ms']:.2f} ms to take it"),
             (f"step at batch {m['batch_size']} / {m['half_batch']}",
-             f"{m['step_ms']:.2f} ms / {m['half_step_ms']:.2f} ms (cv {m['step_cv']:.2f}), "
-             f"{m['step_threads']} thread(s) using {m['step_cores']:.2f} cores"),
+             f"{m['step_ms']:.2f} ms / {m['half_step_ms']:.2f} ms (cv {m['step_cv']:.2f}), " +
+             (f"{m['step_threads']} thread(s) using {m['step_cores']:.2f} cores" if m["device"] == "cpu"
+              else f"on {m['device']}, synchronized")),
+            ("copy to the device", "none: the step runs on the CPU" if m["device"] == "cpu" else
+             f"{m['copy_bytes_per_batch'] / 1e6:.2f} MB per batch: {m['copy_pageable_ms']:.3f} ms pageable" +
+             (f", {m['copy_pinned_ms']:.3f} ms pinned" if m["copy_pinned_ms"] is not None else ", no pinned memory here") +
+             (" (the loader pins)" if m["pin_memory"] else "")),
             ("step operators", f"{m['kernels']} per step, {m['gflops_per_step']:.3f} GFLOP, "
              f"{m['params']:,} parameters, {m['kind']}"),
-            ("memory bandwidth (NumPy copy)", f"{m['memory_bandwidth_gbs']:.1f} GB/s"),
+            ("memory bandwidth", f"{m['memory_bandwidth_gbs']:.1f} GB/s (" +
+             ("a NumPy copy)" if m["device"] == "cpu" else f"a copy on {m['device']})")),
             ("fitted device", f"{m['device_gflops']:.1f} GFLOP/s, {m['per_op_us']:.1f} us per operator"),
             ("step beside the workers", f"measured {m['loop_step_ms']:.2f} ms, simulated {p['loop_step_ms']:.2f} ms"),
             ("pipeline throughput", f"measured {m['throughput']:.1f}, simulated {p['throughput']:.1f} samples/s "
@@ -187,14 +193,16 @@ def _time_steps(step, batches: list, steps: int) -> tuple[list, float, list]:
 
 def record_step(step, batch) -> dict:
     """One step recorded at PyTorch's dispatcher: per-class FLOPs, values read and written,
-    operator counts, and the parameters touched; views and aliases cost nothing."""
+    operator counts, the parameters touched, the bytes copied from host to device and the device
+    the step computes on ("cpu", "cuda", ...); views and aliases cost nothing."""
     torch = _torch()
+    from torch.multiprocessing.reductions import StorageWeakRef   # storage identity on any device (meta too)
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
     from torch.utils.flop_counter import flop_registry
 
     totals = {c: {"flops": 0.0, "values_in": 0.0, "values_out": 0.0, "kernels": 0} for c in ("matmul", "other")}
-    params, seen = {}, {"backward": False}
+    params, seen, devices = {}, {"backward": False, "h2d_bytes": 0.0}, {}
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
@@ -205,11 +213,17 @@ def record_step(step, batch) -> dict:
                 return out
             ins = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor)]
             outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+            for t in outs:
+                devices[t.device.type] = devices.get(t.device.type, 0) + 1
+            if name in ("_to_copy", "copy_") and outs and outs[0].device.type != "cpu":
+                # a copy to the device: the host link's work, not a kernel of the step
+                seen["h2d_bytes"] += sum(t.numel() * t.element_size() for t in ins if t.device.type == "cpu")
+                return out
             for t in ins:
                 if isinstance(t, torch.nn.Parameter):
-                    params[t.untyped_storage().data_ptr()] = t.numel()
-            storages = {t.untyped_storage().data_ptr() for t in ins}
-            if not func._schema.is_mutable and outs and all(t.untyped_storage().data_ptr() in storages
+                    params[StorageWeakRef(t.untyped_storage())] = t.numel()
+            storages = {StorageWeakRef(t.untyped_storage()) for t in ins}
+            if not func._schema.is_mutable and outs and all(StorageWeakRef(t.untyped_storage()) in storages
                                                               for t in outs):
                 return out     # a view or alias: no kernel, no bytes
             seen["backward"] |= "backward" in name
@@ -232,7 +246,65 @@ def record_step(step, batch) -> dict:
     if not totals["matmul"]["kernels"] + totals["other"]["kernels"]:
         raise HwsimError("step", getattr(step, "__name__", "step"),
                          "a step that runs PyTorch operators (the recording found none)")
-    return {"ops": totals, "params": float(sum(params.values())), "training": seen["backward"]}
+    accelerators = {k: n for k, n in devices.items() if k != "cpu"}
+    return {"ops": totals, "params": float(sum(params.values())), "training": seen["backward"],
+            "device": max(accelerators, key=accelerators.get) if accelerators else "cpu",
+            "h2d_bytes": seen["h2d_bytes"]}
+
+
+def _synchronizer(device: str):
+    """A function that waits for the device's queued work (torch.cuda.synchronize, ...); the CPU and
+    PyTorch's meta device run synchronously."""
+    sync = getattr(getattr(_torch(), device, None), "synchronize", None) if device not in ("cpu", "meta") else None
+    return sync if callable(sync) else (lambda: None)
+
+
+def _copy_s(device: str, nbytes: float, pinned: bool, sync) -> float | None:
+    """Seconds of one host-to-device copy of nbytes (the best of five), from pinned or pageable host
+    memory; None where this machine cannot pin memory (no accelerator driver)."""
+    torch = _torch()
+    src = torch.empty(max(1, int(nbytes)), dtype=torch.uint8)
+    if pinned:
+        try:
+            src = src.pin_memory()
+        except RuntimeError:
+            return None
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        src.to(device, non_blocking=pinned)
+        sync()
+        best = min(best, time.perf_counter() - t)
+    return max(best, 1e-9)
+
+
+def _device_bandwidth_gbs(device: str, sync, mb: int = 64) -> float:
+    """The device's copy bandwidth: the best of five on-device clones, read + write bytes."""
+    torch = _torch()
+    a = torch.empty(mb * 2 ** 20, dtype=torch.uint8, device=device)
+    best = float("inf")
+    for _ in range(5):
+        sync()
+        t = time.perf_counter()
+        a.clone()
+        sync()
+        best = min(best, time.perf_counter() - t)
+    return 2 * a.numel() / max(best, 1e-9) / 1e9
+
+
+def _device_entry(device: str, sync) -> dict:
+    """A measured accelerator: its memory, copy bandwidth and multiprocessors; rates are fitted later."""
+    torch = _torch()
+    memory_gb, units = _memory_gb(), 1
+    mod = getattr(torch, device, None)
+    if device != "meta" and hasattr(mod, "get_device_properties"):
+        props = mod.get_device_properties(torch.device(device))
+        memory_gb = getattr(props, "total_memory", memory_gb * 1e9) / 1e9
+        units = getattr(props, "multi_processor_count", units)
+    return {"name": f"this machine's {device} device (measured)", "memory_gb": memory_gb,
+            "memory_bandwidth_gbs": _device_bandwidth_gbs(device, sync), "peak_tflops": {"fp32": 1.0},
+            "parallel_units": units, "tile": 16, "compute_efficiency": 1.0, "memory_efficiency": 1.0,
+            "launch_overhead_us": 0.0, "workspace_gb": 0.0}
 
 
 def memory_bandwidth_gbs(mb: int = 64) -> float:
@@ -305,16 +377,21 @@ def _run_pipeline(loader, step, steps: int, warmup: int) -> dict:
 
 
 def _loop_step_ms(r) -> float:
-    """Mean wall time of a simulated step (the timeline's device track)."""
-    spans = [b - a for track, _, a, b, _ in r.timeline if track == "gpu"]
-    return 1e3 * sum(spans) / len(spans)
+    """Mean wall time of a simulated step as the loop sees it: the device track, and the copy when it
+    is synchronous (pageable memory: the user's step copies its batch before computing)."""
+    tracks = ("gpu",) if r.scenario.get("pin_memory") else ("gpu", "host_copy")
+    spans = sum(b - a for track, _, a, b, _ in r.timeline if track in tracks)
+    return 1e3 * spans / sum(1 for t in r.timeline if t[0] == "gpu")
 
 
 def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -> Calibration:
     """Measure `loader` (a torch DataLoader, or an iterable with batch_size and num_workers) and
     `step(batch)` on this machine; returns a Calibration whose .scenario reproduces them and whose
     .replace(loader_workers=4, gpu="a100", ...) asks what-ifs. Each of `rounds` rounds times `steps`
-    steps (after `warmup`) three ways and loads a few dozen batches: seconds, not minutes."""
+    steps (after `warmup`) three ways and loads a few dozen batches: seconds, not minutes.
+
+    A step that copies its batch to an accelerator (CUDA, ...) is timed with the device synchronized;
+    the copy is timed on its own and becomes the host link, the rest of the step the device."""
     _check(loader, step, steps, warmup, rounds)
     torch = _torch()
     from . import api
@@ -326,19 +403,29 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     batch = next(iter(inproc))
     half = max(1, bs // 2)
     batches = [batch, _slice(batch, half)] if half < bs else [batch]
+    # the step's operators and its device first: a step on an accelerator is timed synchronized
+    rec = record_step(step, batch)
+    device, h2d = rec["device"], rec["h2d_bytes"]
+    sync = _synchronizer(device)
+    on_host = device == "cpu"
+
+    def synced(b):
+        step(b)
+        sync()
+
     threads = torch.get_num_threads()
     for _ in range(warmup):
         for b in batches:
-            step(b)
+            synced(b)
     # Every figure is measured once per round and the median over rounds is kept: the speed of a
     # shared machine drifts over seconds, and rounds spread every figure over the same spells.
     figures, step_times = [], []
     for _ in range(rounds):
         f = {}
         # loading in the main process as num_workers=0 does it: between steps
-        f["load_s"] = _run_pipeline(inproc, step, n_load, 1)["loop_wait_ms"] / 1e3
+        f["load_s"] = _run_pipeline(inproc, synced, n_load, 1)["loop_wait_ms"] / 1e3
         # the step on a batch in memory, at the batch size and at half of it
-        (f["step_s"], *rest), f["step_cores"], walls = _time_steps(step, batches, steps)
+        (f["step_s"], *rest), f["step_cores"], walls = _time_steps(synced, batches, steps)
         f["half_s"] = rest[0] if rest else f["step_s"]
         step_times += walls
         # loading on one thread, as a worker does it (its I/O wait is what it does not spend on a core),
@@ -350,7 +437,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
             torch.set_num_threads(threads)
         f["worker_s"], f["receive_s"] = _worker_load(loader, n_load) if is_dataloader else (f["load1_s"], 0.0)
         # the pipeline as the user runs it
-        f.update(_run_pipeline(loader, step, steps, warmup))
+        f.update(_run_pipeline(loader, synced, steps, warmup))
         figures.append(f)
     med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
     load_s, step_s, half_s, wall1 = med["load_s"], med["step_s"], med["half_s"], med["load1_s"]
@@ -359,47 +446,60 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     io_s = max(0.0, wall1 - med["cpu1_s"])
     cv = statistics.pstdev(step_times) / statistics.mean(step_times)
     run = {k: med[k] for k in ("throughput", "wait_share", "loop_step_ms")}
-    # 4. the step's operators, and the machine's memory bandwidth
-    rec = record_step(step, batch)
     per = {c: {k: (v / bs if k != "kernels" else v) for k, v in o.items()} for c, o in rec["ops"].items()}
-    bw = memory_bandwidth_gbs()
     cores = _cores()
+    pin = bool(getattr(loader, "pin_memory", False))
+    if on_host:   # the CPU is the device: the step's threads share the cores with the loader workers
+        pageable_s = pinned_s = None
+        link = {"name": "none: the step reads the batch where it lies", "bandwidth_gbs": 1e4, "pageable_factor": 1.0}
+        dev = {"name": "this machine's CPU (measured)", "memory_gb": _memory_gb(),
+               "memory_bandwidth_gbs": memory_bandwidth_gbs(), "peak_tflops": {"fp32": 1.0},
+               "parallel_units": cores, "tile": 16, "compute_efficiency": 1.0, "memory_efficiency": 1.0,
+               "launch_overhead_us": 0.0, "workspace_gb": 0.0, "host_threads": max(1, min(threads, cores))}
+        copy_s = half_copy_s = 0.0
+    else:   # an accelerator: the copy is the host link's, the rest of the step the device's
+        pageable_s = _copy_s(device, h2d, False, sync)
+        pinned_s = _copy_s(device, h2d, True, sync)
+        pin = pin and pinned_s is not None
+        fastest = pinned_s or pageable_s
+        link = {"name": f"this machine's host-to-{device} link (measured)", "bandwidth_gbs": max(h2d, 1) / fastest / 1e9,
+                "pageable_factor": fastest / pageable_s}
+        dev = _device_entry(device, sync)
+        copy_s = pinned_s if pin else pageable_s
+        half_copy_s = copy_s * half / bs
+    dev["host_link"] = link
     workload = {
         "name": "calibrated pipeline", "arch": "measured", "params": rec["params"],
         "matmul": per["matmul"], "other": per["other"],
-        "device_bytes_per_sample": _batch_bytes(batch) / bs,
+        "device_bytes_per_sample": (_batch_bytes(batch) if on_host else h2d) / bs,
         "input_bytes_per_sample": 1.0,
         "preprocess_ms_per_sample": max(0.0, load_s - io_s) / bs * 1e3,
         "handoff_ms_per_sample": handoff_s / bs * 1e3,
         "receive_ms_per_batch": receive_s * 1e3,
         "default_batch_size": bs,
     }
-    device = {"name": "this machine's CPU (measured)", "memory_gb": _memory_gb(), "memory_bandwidth_gbs": bw,
-              "peak_tflops": {"fp32": 1.0}, "parallel_units": cores, "tile": 16, "compute_efficiency": 1.0,
-              "memory_efficiency": 1.0, "launch_overhead_us": 0.0, "workspace_gb": 0.0,
-              "host_link": "host-memory", "host_threads": max(1, min(threads, cores))}
     storage = {"name": "this machine's dataset storage (measured)", "bandwidth_gbs": 1e4,
                "latency_ms": io_s / bs * 1e3, "concurrency": 1}
-    base = Scenario(kind="training" if rec["training"] else "inference", workload=workload, gpu=device,
+    base = Scenario(kind="training" if rec["training"] else "inference", workload=workload, gpu=dev,
                     precision="fp32", batch_size=bs, loader_workers=nw,
                     prefetch_factor=getattr(loader, "prefetch_factor", None) or 2, cpu_cores=cores,
-                    storage=storage, host_link={"name": "none: the step reads the batch where it lies",
-                                                "bandwidth_gbs": 1e4},
-                    pin_memory=False, jitter_cv=round(min(1.0, cv), 3))
-    device = _fit_device(base, bs, half, step_s, half_s)
+                    storage=storage, pin_memory=pin, jitter_cv=round(min(1.0, cv), 3))
+    dev = _fit_device(base, bs, half, max(1e-9, step_s - copy_s), max(1e-9, half_s - half_copy_s))
     # the model of the pipeline beside the fastest run of it
-    scenario = base.replace(gpu=device)
+    scenario = base.replace(gpu=dev)
     r = api.simulate(scenario, suggest=False)
     waited = 1.0 - _loop_step_ms(r) / 1e3 * r.throughput / bs
     measured = {
-        "batch_size": bs, "half_batch": half, "num_workers": nw, "cpu_cores": cores,
+        "batch_size": bs, "half_batch": half, "num_workers": nw, "cpu_cores": cores, "device": device,
         "load_ms": load_s * 1e3, "load1_ms": wall1 * 1e3, "io_ms_per_sample": io_s / bs * 1e3, "worker_ms": worker_s * 1e3,
         "receive_ms": receive_s * 1e3, "step_ms": step_s * 1e3, "half_step_ms": half_s * 1e3, "step_cv": cv,
-        "step_threads": device["host_threads"], "step_cores": step_cores, "kernels": int(
+        "step_threads": dev.get("host_threads", 0), "step_cores": step_cores, "kernels": int(
             per["matmul"]["kernels"] + per["other"]["kernels"]),
         "gflops_per_step": (per["matmul"]["flops"] + per["other"]["flops"]) * bs / 1e9,
-        "params": int(rec["params"]), "kind": base.kind, "memory_bandwidth_gbs": bw,
-        "device_gflops": device["peak_tflops"]["fp32"] * 1e3, "per_op_us": device["launch_overhead_us"],
+        "params": int(rec["params"]), "kind": base.kind, "memory_bandwidth_gbs": dev["memory_bandwidth_gbs"],
+        "copy_bytes_per_batch": h2d, "copy_pageable_ms": pageable_s and pageable_s * 1e3,
+        "copy_pinned_ms": pinned_s and pinned_s * 1e3, "pin_memory": pin,
+        "device_gflops": dev["peak_tflops"]["fp32"] * 1e3, "per_op_us": dev["launch_overhead_us"],
         **run,
     }
     predicted = {"throughput": r.throughput, "wait_share": waited, "bottleneck": r.bottleneck,

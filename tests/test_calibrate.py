@@ -120,9 +120,10 @@ def table(rounds) -> tuple[list, list]:
     round's prediction against the measurement right after its own calibration), and those errors."""
     rows, errors = [], []
     for bs, nw in PREDICT:
-        predicted = statistics.median(r["points"][bs, nw][0].throughput for r in rounds)
-        measured = statistics.median(r["points"][bs, nw][1] for r in rounds)
-        paired = statistics.median(r["points"][bs, nw][0].throughput / r["points"][bs, nw][1] - 1 for r in rounds)
+        pairs = [(r["points"][bs, nw][0].throughput, r["points"][bs, nw][1]) for r in rounds]
+        predicted = statistics.median(p for p, _ in pairs)
+        measured = statistics.median(m for _, m in pairs)
+        paired = statistics.median(p / m - 1 for p, m in pairs)
         errors.append(abs(paired))
         rows.append(f"| {bs} | {nw} | {measured:.0f} | {predicted:.0f} | {predicted / measured - 1:+.1%} | "
                     f"{paired:+.1%} | {rounds[0]['points'][bs, nw][0].bottleneck} |")
@@ -205,3 +206,47 @@ def test_bad_steps_is_refused():
     with pytest.raises(HwsimError) as e:
         jupyter_hwsim.calibrate(Batches(), len, steps=1)
     assert e.value.field == "steps" and "1" in str(e.value)
+
+
+def test_a_step_on_an_accelerator_is_split_into_copy_and_device():
+    """A step that moves its batch to a device (PyTorch's meta device here: no GPU on this machine,
+    the same dispatcher path as CUDA) is modelled as a copy over a measured host link and a measured
+    accelerator: the step no longer holds the host's cores, the copy's bytes are the batch's."""
+    ds = torch.utils.data.TensorDataset(torch.randn(64, 3, 16, 16), torch.randint(0, 10, (64,)))
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Flatten(),
+                              torch.nn.Linear(8 * 14 * 14, 10)).to("meta")
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+
+    def step(batch):
+        x, y = (t.to("meta") for t in batch)
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(x), y).backward()
+        opt.step()
+
+    cal = jupyter_hwsim.calibrate(DataLoader(ds, batch_size=8), step, steps=5, warmup=1, rounds=1)
+    m, s = cal.measured, cal.scenario
+    assert m["device"] == "meta" and m["kind"] == "training"
+    assert m["copy_bytes_per_batch"] == 8 * 3 * 16 * 16 * 4 + 8 * 8          # fp32 images, int64 labels
+    assert m["copy_pinned_ms"] is None and not s.pin_memory                     # no pinned memory without a driver
+    assert "host_threads" not in s.gpu and "meta" in s.gpu["name"]
+    link = s.gpu["host_link"]
+    assert link["bandwidth_gbs"] == pytest.approx(m["copy_bytes_per_batch"] / m["copy_pageable_ms"] / 1e6)
+    assert s.workload["device_bytes_per_sample"] * 8 == m["copy_bytes_per_batch"]
+    r = simulate(cal, suggest=False)
+    copies = [b - a for track, _, a, b, _ in r.timeline if track == "host_copy"]
+    assert copies and statistics.median(copies) == pytest.approx(m["copy_pageable_ms"] / 1e3, rel=0.3)
+    assert "on meta, synchronized" in cal.report() and "0.02 MB per batch" in cal.report()
+    # another GPU brings its own link: the measured one belongs to this machine's device
+    a100 = simulate(cal.replace(gpu="a100"), suggest=False)
+    assert a100.utilization["host_link"] > 0 and a100.scenario["gpu"] == "a100-sxm-80gb"
+
+
+def test_record_step_sees_host_to_device_copies():
+    lin = torch.nn.Linear(16, 4).to("meta")
+    with torch.no_grad():
+        rec = record_step(lambda b: lin(b.to("meta")), torch.randn(8, 16))
+    assert rec["device"] == "meta" and rec["h2d_bytes"] == 8 * 16 * 4
+    assert rec["ops"]["matmul"]["kernels"] == 1 and rec["params"] == 16 * 4 + 4
+    cpu = record_step(lambda b: torch.nn.functional.relu(b), torch.randn(4))
+    assert cpu["device"] == "cpu" and cpu["h2d_bytes"] == 0

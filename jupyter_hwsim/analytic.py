@@ -5,7 +5,7 @@ utilization is X times its demand per batch (the utilization law).
 """
 from __future__ import annotations
 
-from .costs import coscheduled, host_threads
+from .costs import contention, coscheduled, host_threads
 
 
 def steady_state(m, d) -> dict:
@@ -56,12 +56,13 @@ def _shared_cores(m, d) -> dict:
     s, st = m.s, d.step
     c, cores, n = host_threads(m), s.cpu_cores, s.loader_workers
     R, S, W = d.receive_s, st.kernel_s, d.preprocess_s + d.handoff_s
+    step_eff, thread_eff = contention(m)
 
     def share(threads):
-        return min(1.0, cores / threads) if threads else 1.0
+        return coscheduled(cores, threads, 1, thread_eff) if threads else 1.0
 
     def cycle(k):   # (loop seconds, core-seconds the k workers get meanwhile)
-        t_r, t_s = R / share(k + 1), S / coscheduled(cores, k + c, c)
+        t_r, t_s = R / share(k + 1), S / coscheduled(cores, k + c, c, step_eff)
         return t_r + t_s, k * (share(k + 1) * t_r + share(k + c) * t_s)
 
     loop_s, got = cycle(n)
@@ -80,7 +81,7 @@ def _shared_cores(m, d) -> dict:
                 "input_io": 0.0, "input_preprocess": 0.0, "host_copy": 0.0}
     gpu_time[cause] = waiting
     gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
-    core_s = W + R + c * share(k + c) * S / coscheduled(cores, k + c, c)
+    core_s = W + R + c * min(1.0, cores / (k + c)) * S / coscheduled(cores, k + c, c, step_eff)
     util = {"storage": x * d.storage_s, "cpu": min(1.0, x * core_s / cores), "host_link": x * d.copy_s,
             "gpu_busy": x * (st.compute_s + st.memory_s)}
     sat = {"loop": x * S, "io": x * d.storage_s, "cpu": k / n, "host_link": 0.0}

@@ -62,7 +62,9 @@ class Calibration:
              f"{m['params']:,} parameters, {m['kind']}"),
             ("memory bandwidth", f"{m['memory_bandwidth_gbs']:.1f} GB/s (" +
              ("a NumPy copy)" if m["device"] == "cpu" else f"a copy on {m['device']})")),
-            ("fitted device", f"{m['device_gflops']:.1f} GFLOP/s, {m['per_op_us']:.1f} us per operator"),
+            ("fitted device", f"{m['device_gflops']:.1f} GFLOP/s, {m['per_op_us']:.1f} us per operator" +
+             (f"; beside the workers the step runs at {m['contention']['step']:.2f} and they at "
+              f"{m['contention']['threads']:.2f} of the scheduler's share" if m["contention"] else "")),
             ("step beside the workers", f"measured {m['loop_step_ms']:.2f} ms, simulated {p['loop_step_ms']:.2f} ms"),
             ("pipeline throughput", f"measured {m['throughput']:.1f}, simulated {p['throughput']:.1f} samples/s "
              f"({p['throughput'] / m['throughput'] - 1:+.1%})"),
@@ -384,6 +386,28 @@ def _loop_step_ms(r) -> float:
     return 1e3 * spans / sum(1 for t in r.timeline if t[0] == "gpu")
 
 
+def _fit_contention(scenario: Scenario, loop_step_ms: float, throughput: float) -> dict:
+    """The device with the efficiencies (costs.contention) at which the simulated pipeline steps as long
+    and runs as fast as the measured one: the step's gang and the single threads beside it each run this
+    much slower than the scheduler's share while the cores are oversubscribed. One bisection each, in
+    turns, as each figure depends mostly on its own efficiency."""
+    from . import api
+    eff = {"step": 1.0, "threads": 1.0}
+
+    def sim(e):
+        return api.simulate(scenario.replace(gpu={**scenario.gpu, "contention_efficiency": e}), suggest=False)
+    fits = (("step", lambda r: _loop_step_ms(r) > loop_step_ms),      # the step too slow: raise its efficiency
+            ("threads", lambda r: r.throughput < throughput))         # the pipeline too slow: raise the workers'
+    for _ in range(3):
+        for key, too_slow in fits:
+            lo, hi = 0.1, 3.0
+            for _ in range(12):
+                mid = (lo * hi) ** 0.5
+                lo, hi = (mid, hi) if too_slow(sim({**eff, key: mid})) else (lo, mid)
+            eff[key] = round((lo * hi) ** 0.5, 3)
+    return {**scenario.gpu, "contention_efficiency": eff}
+
+
 def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -> Calibration:
     """Measure `loader` (a torch DataLoader, or an iterable with batch_size and num_workers) and
     `step(batch)` on this machine; returns a Calibration whose .scenario reproduces them and whose
@@ -485,6 +509,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
                     prefetch_factor=getattr(loader, "prefetch_factor", None) or 2, cpu_cores=cores,
                     storage=storage, pin_memory=pin, jitter_cv=round(min(1.0, cv), 3))
     dev = _fit_device(base, bs, half, max(1e-9, step_s - copy_s), max(1e-9, half_s - half_copy_s))
+    if on_host and nw:   # the run shared the cores between the step and its workers: how well, measured
+        dev = _fit_contention(base.replace(gpu=dev), run["loop_step_ms"], run["throughput"])
     # the model of the pipeline beside the fastest run of it
     scenario = base.replace(gpu=dev)
     r = api.simulate(scenario, suggest=False)
@@ -500,6 +526,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         "copy_bytes_per_batch": h2d, "copy_pageable_ms": pageable_s and pageable_s * 1e3,
         "copy_pinned_ms": pinned_s and pinned_s * 1e3, "pin_memory": pin,
         "device_gflops": dev["peak_tflops"]["fp32"] * 1e3, "per_op_us": dev["launch_overhead_us"],
+        "contention": dev.get("contention_efficiency"),
         **run,
     }
     predicted = {"throughput": r.throughput, "wait_share": waited, "bottleneck": r.bottleneck,

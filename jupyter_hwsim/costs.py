@@ -255,11 +255,13 @@ def host_threads(m: Machine) -> int:
     return min(n, m.s.cpu_cores) if n else 0
 
 
-def coscheduled(cores: int, runnable: float, k: int) -> float:
+def coscheduled(cores: int, runnable: float, k: int, efficiency: float = 1.0) -> float:
     """The rate at which a gang of k threads, among `runnable` threads time-sliced fairly on `cores`,
     advances: the chance that all k are among the threads on a core, C(T-k, C-k) / C(T, C).
     k = 1 gives the fair share C / T; beside one other thread on 2 cores, a 2-thread step runs 1/3
-    of the time. T may be fractional (the analytic twin's mean number of busy workers)."""
+    of the time. T may be fractional (the analytic twin's mean number of busy workers).
+    `efficiency` scales the rate while the cores are oversubscribed: what calibrate measured beyond the
+    scheduler's share (caches the other threads evict, spinning at barriers); capped at full speed."""
     if runnable <= cores:
         return 1.0
     if k > cores:
@@ -267,7 +269,16 @@ def coscheduled(cores: int, runnable: float, k: int) -> float:
 
     def log_comb(n, r):
         return math.lgamma(n + 1) - math.lgamma(r + 1) - math.lgamma(n - r + 1)
-    return math.exp(log_comb(runnable - k, cores - k) - log_comb(runnable, cores))
+    over = min(1.0, runnable - cores)   # the share of time oversubscribed, for the twin's fractional T
+    factor = 1.0 - over * (1.0 - efficiency)
+    return min(1.0, factor * math.exp(log_comb(runnable - k, cores - k) - log_comb(runnable, cores)))
+
+
+def contention(m: Machine) -> tuple[float, float]:
+    """(step, thread) efficiencies of a host device's step gang and of the single threads beside it
+    (loader workers, the main process's receive) while the cores are oversubscribed; 1 unless measured."""
+    e = m.device.get("contention_efficiency", {})
+    return float(e.get("step", 1.0)), float(e.get("threads", 1.0))
 
 
 def parameters(m: Machine) -> float:

@@ -19,7 +19,7 @@ import time
 import numpy as np
 import simpy
 
-from .costs import coscheduled, host_threads
+from .costs import contention, coscheduled, host_threads
 from .errors import HwsimError
 
 
@@ -44,27 +44,28 @@ class _SharedCores:
     that meet at a barrier after every operator (an OpenMP step of PyTorch on the CPU)
     advances only while all k of them are among the threads on a core: costs.coscheduled
     (one worker beside a 2-thread step on 2 cores: 1/3). Its waiting threads spin, so it
-    holds its cores all the same. Work is in seconds it would take with every thread on a
-    core of its own.
+    holds its cores all the same. While the cores are oversubscribed, each job's rate is also
+    scaled by its measured efficiency (costs.contention). Work is in seconds it would take with
+    every thread on a core of its own.
     """
 
     def __init__(self, env, cores: int, busy: "_Busy"):
         self.env, self.cores, self.busy = env, cores, busy
-        self.jobs = []          # [seconds left, threads, event]
+        self.jobs = []          # [seconds left, threads, event, efficiency while oversubscribed]
         self.last = 0.0
         self.version = 0
 
-    def work(self, seconds: float, threads: int = 1):
+    def work(self, seconds: float, threads: int = 1, efficiency: float = 1.0):
         """An event that fires when this much work is done."""
         self._advance()
         event = self.env.event()
-        self.jobs.append([seconds, threads, event])
+        self.jobs.append([seconds, threads, event, efficiency])
         self._schedule()
         return event
 
     def _rates(self):
         total = sum(j[1] for j in self.jobs)
-        return total, [coscheduled(self.cores, total, j[1]) for j in self.jobs]
+        return total, [coscheduled(self.cores, total, j[1], j[3]) for j in self.jobs]
 
     def _advance(self):
         now = self.env.now
@@ -114,6 +115,7 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
     busy = {k: _Busy() for k in ("storage", "cpu", "link", "gpu", "worker_read", "worker_pre")}
     threads = host_threads(m)
     shared = _SharedCores(env, s.cpu_cores, busy["cpu"]) if threads else None
+    step_eff, thread_eff = contention(m)
     cores = None if shared else simpy.Resource(env, capacity=s.cpu_cores)
     issue_waits = []  # (start, end) a step waited for a free core to issue its kernels
     stamps = {}       # batch -> {stage: (start, end)}
@@ -132,11 +134,11 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
             busy[key].add(t1, env.now)
         return t1
 
-    def on_cores(duration, n=1):
+    def on_cores(duration, n=1, efficiency=None):
         """Run on the host's cores (one thread, or a gang of n); returns the start of the run."""
         if shared:
             t1 = env.now
-            yield shared.work(duration, n)
+            yield shared.work(duration, n, thread_eff if efficiency is None else efficiency)
             return t1
         return (yield from hold(cores, "cpu", duration))
 
@@ -224,7 +226,7 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
             t1 = env.now
             kernel = st.kernel_s * jit["gpu"][b]
             if shared:   # the step runs on the cores; what the workers' share stretches it by is CPU time
-                yield from on_cores(kernel, threads)
+                yield from on_cores(kernel, threads, step_eff)
                 if env.now > t1 + kernel:
                     issue_waits.append((t1 + kernel, env.now))
             else:

@@ -1,9 +1,10 @@
 """calibrate() on a real PyTorch pipeline built here: JPEG files decoded and augmented in __getitem__,
-a small CNN trained on the CPU. benchmarks/bench_calibrate.py uses the same pipeline to compare the
-predicted and measured throughput at num_workers 0, 1, 2 and two other batch sizes.
+a small CNN trained on the CPU; calibrated at one batch size and worker count, its predictions at
+num_workers 0, 1, 2 and two other batch sizes are compared with measurements (also printed by
+benchmarks/bench_calibrate.py).
 
 On this 2-core machine the step's two OpenMP threads and the loader workers compete for the cores,
-which is what makes it hard: a worker beside the step slows it about 3x (see engine._SharedCores)."""
+which is what makes it hard: a worker beside the step slows it 3-4x (see engine._SharedCores)."""
 import os
 import statistics
 import time
@@ -141,20 +142,33 @@ def table(rounds) -> tuple[list, list]:
 
 @pytest.fixture(scope="module")
 def rounds(images):
-    return run_rounds(images, 1, cycles=1, seconds=1.0, cal_rounds=1)
+    return run_rounds(images)
+
+
+def test_predictions_within_20_percent(rounds, images, capsys):
+    """The issue's validation: calibrated at batch 32 with 1 worker, the predictions at batches 16 and 64
+    with 0, 1 and 2 workers are each within 20% of the measured throughput (drift-free, the median of
+    three rounds; see table()). Where a point is not, two more rounds are measured and the medians of
+    all five decide: the VM's noise in one round's figures is about +-10%."""
+    rows, errors = table(rounds)
+    if max(errors) >= 0.20:
+        rows, errors = table(rounds + run_rounds(images, 2))
+    with capsys.disabled():
+        print("\n| batch | workers | measured samples/s | predicted | raw error | drift-free error | bottleneck |\n"
+              "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))
+    assert max(errors) < 0.20, rows
 
 
 def test_calibration_of_a_real_pipeline(rounds):
-    """What calibrate records of the real pipeline; the accuracy of its predictions is measured in
-    benchmarks/bench_calibrate.py (a timed comparison on a shared VM is no test that cannot flake)."""
+    """What calibrate records of the real pipeline."""
     cal = rounds[0]["cal"]
     m = cal.measured
     assert cal.scenario.kind == "training" and m["kernels"] > 10 and m["params"] == 6362
     assert m["step_threads"] == torch.get_num_threads()
     assert m["step_ms"] > m["half_step_ms"] > 0 and m["worker_ms"] > 0 and m["throughput"] > 0
     assert "pipeline throughput" in cal.report()
-    rows, errors = table(rounds)
-    assert len(rows) == len(errors) == len(PREDICT)
+    assert 0.1 < m["contention"]["step"] < 3 and 0.1 < m["contention"]["threads"] < 3   # fitted beside 1 worker
+    assert "of the scheduler's share" in cal.report()
     for p in PREDICT:
         predicted, measured = rounds[0]["pred"][p], rounds[0]["meas"][p]
         assert predicted.throughput > 0 and min(measured) > 0 and predicted.bottleneck in ("cpu", "compute")
@@ -197,6 +211,7 @@ def test_any_iterable_with_batch_size_and_num_workers():
             lin(b)
     cal = jupyter_hwsim.calibrate(Batches(), step, steps=5, warmup=1)
     assert cal.scenario.kind == "inference" and cal.scenario.batch_size == 8
+    assert cal.measured["contention"] is None     # no workers ran beside the step: nothing to fit
     assert "pipeline throughput" in cal.report()
     assert simulate(cal, suggest=False).throughput > 0
 

@@ -24,8 +24,9 @@ def workload(step_ms_per_sample, pre_ms_per_sample, handoff_ms=0.0, receive_ms=0
             "handoff_ms_per_sample": handoff_ms / 16, "receive_ms_per_batch": receive_ms, "default_batch_size": 16}
 
 
-def scenario(step_ms, pre_ms, workers, cores=2, threads=2, **kw):
-    return Scenario(workload=workload(step_ms, pre_ms, **kw), gpu={**HOST, "host_threads": threads},
+def scenario(step_ms, pre_ms, workers, cores=2, threads=2, efficiency=None, **kw):
+    gpu = {**HOST, "host_threads": threads, **({"contention_efficiency": efficiency} if efficiency else {})}
+    return Scenario(workload=workload(step_ms, pre_ms, **kw), gpu=gpu,
                     storage=STORAGE, precision="fp32", batch_size=16, loader_workers=workers, cpu_cores=cores,
                     jitter_cv=0.0, steps=300, host_link={"name": "none", "bandwidth_gbs": 1e4})
 
@@ -37,6 +38,9 @@ def test_coscheduling_chance():
     assert coscheduled(2, 4, 2) == pytest.approx(1 / 6)     # one pair of the six
     assert coscheduled(4, 6, 2) == pytest.approx(math.comb(4, 2) / math.comb(6, 4))
     assert 1 / 3 < coscheduled(2, 2.5, 2) < 1               # fractional T lies between its neighbours
+    assert coscheduled(2, 3, 2, 0.6) == pytest.approx(0.2)  # a measured efficiency scales the share
+    assert coscheduled(2, 2, 2, 0.6) == 1.0                 # only while the cores are oversubscribed
+    assert coscheduled(2, 3, 1, 2.0) == 1.0                 # and never beyond a core per thread
 
 
 def test_no_workers_is_serial():
@@ -66,10 +70,21 @@ def test_a_worker_beside_a_two_thread_step_on_two_cores():
     assert r.bottleneck == "cpu"
 
 
+def test_measured_efficiencies_in_the_closed_form():
+    """The worker-bound closed form again, with the step at 0.6 and the worker at 0.8 of their shares."""
+    step, pre = 0.5, 2.0
+    t_step = 16 * step / (0.6 / 3)
+    left = (16 * pre - 0.8 * (2 / 3) * t_step)
+    assert left > 0
+    r = simulate(scenario(step, pre, 1, efficiency={"step": 0.6, "threads": 0.8}), suggest=False)
+    assert r.throughput == pytest.approx(16 / ((t_step + left) / 1e3), rel=0.01)
+
+
 @pytest.mark.parametrize("workers", [1, 2, 3])
 @pytest.mark.parametrize("step_ms,pre_ms", [(0.2, 2.0), (1.0, 1.0), (2.0, 0.3)])
-def test_analytic_twin_follows_the_engine(workers, step_ms, pre_ms):
-    s = scenario(step_ms, pre_ms, workers, handoff_ms=1.0, receive_ms=0.5)
+@pytest.mark.parametrize("efficiency", [None, {"step": 0.6, "threads": 0.8}])
+def test_analytic_twin_follows_the_engine(workers, step_ms, pre_ms, efficiency):
+    s = scenario(step_ms, pre_ms, workers, efficiency=efficiency, handoff_ms=1.0, receive_ms=0.5)
     r, e = simulate(s, suggest=False), estimate(s, suggest=False)
     assert e.throughput == pytest.approx(r.throughput, rel=0.08)   # the fluid limit: within 6.2% here
     assert {r.bottleneck, e.bottleneck} <= {"cpu", "compute"}

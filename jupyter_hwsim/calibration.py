@@ -437,7 +437,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         step(b)
         sync()
 
-    threads = torch.get_num_threads()
+    threads, cores = torch.get_num_threads(), _cores()
     for _ in range(warmup):
         for b in batches:
             synced(b)
@@ -462,6 +462,10 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         f["worker_s"], f["receive_s"] = _worker_load(loader, n_load) if is_dataloader else (f["load1_s"], 0.0)
         # the pipeline as the user runs it
         f.update(_run_pipeline(loader, synced, steps, warmup))
+        if on_host and is_dataloader and not nw and cores > 1:
+            # no workers beside the step in the user's run: run one, to see how they share the cores
+            shared = _run_pipeline(_clone(loader, 1), synced, steps, warmup)
+            f["shared_step_ms"], f["shared_throughput"] = shared["loop_step_ms"], shared["throughput"]
         figures.append(f)
     med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
     load_s, step_s, half_s, wall1 = med["load_s"], med["step_s"], med["half_s"], med["load1_s"]
@@ -471,7 +475,6 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     cv = statistics.pstdev(step_times) / statistics.mean(step_times)
     run = {k: med[k] for k in ("throughput", "wait_share", "loop_step_ms")}
     per = {c: {k: (v / bs if k != "kernels" else v) for k, v in o.items()} for c, o in rec["ops"].items()}
-    cores = _cores()
     pin = bool(getattr(loader, "pin_memory", False))
     if on_host:   # the CPU is the device: the step's threads share the cores with the loader workers
         pageable_s = pinned_s = None
@@ -511,6 +514,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     dev = _fit_device(base, bs, half, max(1e-9, step_s - copy_s), max(1e-9, half_s - half_copy_s))
     if on_host and nw:   # the run shared the cores between the step and its workers: how well, measured
         dev = _fit_contention(base.replace(gpu=dev), run["loop_step_ms"], run["throughput"])
+    elif "shared_step_ms" in med:
+        dev = _fit_contention(base.replace(gpu=dev, loader_workers=1), med["shared_step_ms"], med["shared_throughput"])
     # the model of the pipeline beside the fastest run of it
     scenario = base.replace(gpu=dev)
     r = api.simulate(scenario, suggest=False)

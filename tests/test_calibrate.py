@@ -216,6 +216,20 @@ def test_any_iterable_with_batch_size_and_num_workers():
     assert simulate(cal, suggest=False).throughput > 0
 
 
+def test_a_loader_without_workers_is_also_run_beside_one():
+    """How the step and a worker share the cores is measured even when the user's loader has none, so
+    that loader_workers=2 is predicted from a measurement."""
+    ds = torch.utils.data.TensorDataset(torch.randn(256, 64), torch.randint(0, 4, (256,)))
+    lin = torch.nn.Linear(64, 4)
+
+    def step(batch):
+        with torch.no_grad():
+            lin(batch[0])
+    cal = jupyter_hwsim.calibrate(DataLoader(ds, batch_size=16), step, steps=5, warmup=1, rounds=1)
+    assert cal.measured["num_workers"] == 0 and set(cal.measured["contention"]) == {"step", "threads"}
+    assert simulate(cal.replace(loader_workers=2), suggest=False).throughput > 0
+
+
 @pytest.mark.parametrize("args,field", [
     ((object(), len), "loader"),
     ((type("NoSize", (), {"__iter__": lambda s: iter([]), "batch_size": None, "num_workers": 0})(), len),

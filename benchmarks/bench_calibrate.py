@@ -1,6 +1,6 @@
 """Calibration accuracy: calibrate the JPEG + CNN pipeline of tests/test_calibrate.py at batch 32 with
 1 worker, predict batches 16 and 64 at 0, 1 and 2 workers, and measure them in turns with the
-calibration point (3 rounds; see tests/test_calibrate.run_rounds for why in turns).
+calibration point (4 rounds; see tests/test_calibrate.run_rounds for why in turns).
 Run: python benchmarks/bench_calibrate.py (about 2 minutes; needs torch and pillow)."""
 import pathlib
 import statistics

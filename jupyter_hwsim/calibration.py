@@ -5,7 +5,7 @@ What it measures, each on its own so that no figure hides another:
 - loading a batch in the main process (what num_workers=0 does), with the I/O wait split off;
 - loading a batch in one real worker process (decode, augment, collate and the shared-memory
   hand-off), and taking a ready batch from it in the main process;
-- the step on a batch held in memory, at the batch size and at half of it (fixed + per-sample
+- the step on a batch held in memory, at half, one and (on the CPU) two batches (fixed + per-sample
   cost), the threads it keeps busy and its run-to-run variation;
 - the step's operators (one step recorded at the dispatcher: FLOPs, tensor values moved,
   operator count, parameters), so the same step can be costed on any catalogue device;
@@ -50,8 +50,9 @@ class Calibration:
             ("load a batch in the main process", f"{m['load_ms']:.2f} ms ({m['io_ms_per_sample']:.3f} ms/sample I/O wait)"),
             ("load a batch on one thread / in a worker", f"{m['load1_ms']:.2f} ms / {m['worker_ms']:.2f} ms, "
              f"then {m['receive_ms']:.2f} ms to take it"),
-            (f"step at batch {m['batch_size']} / {m['half_batch']}",
-             f"{m['step_ms']:.2f} ms / {m['half_step_ms']:.2f} ms (cv {m['step_cv']:.2f}), " +
+            (f"step at batch {m['batch_size']} / {m['half_batch']}" + (f" / {2 * m['batch_size']}" if m["double_step_ms"] else ""),
+             f"{m['step_ms']:.2f} ms / {m['half_step_ms']:.2f} ms" +
+             (f" / {m['double_step_ms']:.2f} ms" if m["double_step_ms"] else "") + f" (cv {m['step_cv']:.2f}), " +
              (f"{m['step_threads']} thread(s) using {m['step_cores']:.2f} cores" if m["device"] == "cpu"
               else f"on {m['device']}, synchronized")),
             ("copy to the device", "none: the step runs on the CPU" if m["device"] == "cpu" else
@@ -177,6 +178,22 @@ def _slice(batch, n: int):
     torch = _torch()
     from torch.utils._pytree import tree_map
     return tree_map(lambda t: t[:n] if isinstance(t, torch.Tensor) and t.dim() else t, batch)
+
+
+def _double(batch):
+    """The batch twice over (tensors joined along their first dimension): the step at twice the batch."""
+    torch = _torch()
+    from torch.utils._pytree import tree_map
+    return tree_map(lambda t: torch.cat([t, t]) if isinstance(t, torch.Tensor) and t.dim() else t, batch)
+
+
+def _line(points: list) -> tuple[float, float]:
+    """Least-squares (intercept, slope) through (batch, seconds) points."""
+    n = len(points)
+    mx, my = sum(x for x, _ in points) / n, sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    slope = sum((x - mx) * (y - my) for x, y in points) / sxx if sxx else 0.0
+    return my - slope * mx, slope
 
 
 def _time_steps(step, batches: list, steps: int) -> tuple[list, float, list]:
@@ -432,6 +449,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     device, h2d = rec["device"], rec["h2d_bytes"]
     sync = _synchronizer(device)
     on_host = device == "cpu"
+    if on_host:   # and at twice the batch: a step's time can grow faster than the batch (caches)
+        batches.append(_double(batch))
 
     def synced(b):
         step(b)
@@ -448,9 +467,11 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         f = {}
         # loading in the main process as num_workers=0 does it: between steps
         f["load_s"] = _run_pipeline(inproc, synced, n_load, 1)["loop_wait_ms"] / 1e3
-        # the step on a batch in memory, at the batch size and at half of it
+        # the step on a batch in memory, at the batch size, at half of it and (on the CPU) at twice it
         (f["step_s"], *rest), f["step_cores"], walls = _time_steps(synced, batches, steps)
-        f["half_s"] = rest[0] if rest else f["step_s"]
+        f["half_s"] = rest[0] if half < bs else f["step_s"]
+        if on_host:
+            f["double_s"] = rest[-1]
         step_times += walls
         # loading on one thread, as a worker does it (its I/O wait is what it does not spend on a core),
         # then in one real worker process, and taking a ready batch from it
@@ -511,7 +532,12 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
                     precision="fp32", batch_size=bs, loader_workers=nw,
                     prefetch_factor=getattr(loader, "prefetch_factor", None) or 2, cpu_cores=cores,
                     storage=storage, pin_memory=pin, jitter_cv=round(min(1.0, cv), 3))
-    dev = _fit_device(base, bs, half, max(1e-9, step_s - copy_s), max(1e-9, half_s - half_copy_s))
+    if on_host:   # the least-squares line through half, one and two batches, read at half and one
+        a, b = _line([(half, half_s), (bs, step_s), (2 * bs, med["double_s"])])
+        fit_s, fit_half_s = a + b * bs, a + b * half
+    else:
+        fit_s, fit_half_s = step_s - copy_s, half_s - half_copy_s
+    dev = _fit_device(base, bs, half, max(1e-9, fit_s), max(1e-9, fit_half_s))
     if on_host and nw:   # the run shared the cores between the step and its workers: how well, measured
         dev = _fit_contention(base.replace(gpu=dev), run["loop_step_ms"], run["throughput"])
     elif "shared_step_ms" in med:
@@ -523,7 +549,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     measured = {
         "batch_size": bs, "half_batch": half, "num_workers": nw, "cpu_cores": cores, "device": device,
         "load_ms": load_s * 1e3, "load1_ms": wall1 * 1e3, "io_ms_per_sample": io_s / bs * 1e3, "worker_ms": worker_s * 1e3,
-        "receive_ms": receive_s * 1e3, "step_ms": step_s * 1e3, "half_step_ms": half_s * 1e3, "step_cv": cv,
+        "receive_ms": receive_s * 1e3, "step_ms": step_s * 1e3, "half_step_ms": half_s * 1e3,
+        "double_step_ms": med["double_s"] * 1e3 if on_host else None, "step_cv": cv,
         "step_threads": dev.get("host_threads", 0), "step_cores": step_cores, "kernels": int(
             per["matmul"]["kernels"] + per["other"]["kernels"]),
         "gflops_per_step": (per["matmul"]["flops"] + per["other"]["flops"]) * bs / 1e9,

@@ -112,10 +112,14 @@ def _explain_pipeline(b: str, m, d, util: dict, mem: dict) -> str:
                 f"{m.storage.get('name', 'storage')} busy {d.storage_s * 1e3:.1f} ms against a "
                 f"{step_ms:.1f} ms GPU step. A faster GPU would only idle more; faster storage or "
                 "caching the dataset in host RAM helps.")
+    if b == "cpu" and not s.loader_workers:
+        return (f"The data loader cannot keep up: with loader_workers=0 the main process preprocesses each batch "
+                f"({d.preprocess_s * 1e3:.0f} ms of CPU) between steps, so nothing overlaps the {step_ms:.1f} ms "
+                "GPU step. Loader workers (up to the core count) help.")
     if b == "cpu":
-        busy = min(s.loader_workers, s.cpu_cores) if s.loader_workers else 1
         return (f"The data loader cannot keep up: preprocessing a batch costs {d.preprocess_s * 1e3:.0f} ms "
-                f"of CPU and only {busy} worker(s) run at once, against a {step_ms:.1f} ms GPU step. "
+                f"of CPU and only {min(s.loader_workers, s.cpu_cores)} worker(s) run at once, against a "
+                f"{step_ms:.1f} ms GPU step. "
                 + ("More loader workers (up to the core count) help." if s.loader_workers < s.cpu_cores
                    else "More CPU cores or cheaper preprocessing (GPU decoding) help."))
     if b == "host_link":

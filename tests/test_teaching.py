@@ -101,3 +101,9 @@ def test_grouped_scales_shrink_the_int4_error():
     r = estimate(Scenario(kind="llm", workload="llama-2-7b", gpu="a100", precision="int4", weight_group_size=32),
                  suggest=False)
     assert r.details["precision_error"] == matmul_error("int4", 32)
+
+
+def test_no_loader_workers_is_explained_as_no_overlap():
+    """With loader_workers=0 there is no worker to count: the main process loads between steps."""
+    r = simulate(Scenario(workload="resnet50", gpu="a100", loader_workers=0, cpu_cores=8), suggest=False)
+    assert r.bottleneck == "cpu" and "loader_workers=0" in r.explanation and "worker(s)" not in r.explanation

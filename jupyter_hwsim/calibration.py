@@ -234,9 +234,10 @@ def record_step(step, batch) -> dict:
             outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
             for t in outs:
                 devices[t.device.type] = devices.get(t.device.type, 0) + 1
-            if name in ("_to_copy", "copy_") and outs and outs[0].device.type != "cpu":
-                # a copy to the device: the host link's work, not a kernel of the step
-                seen["h2d_bytes"] += sum(t.numel() * t.element_size() for t in ins if t.device.type == "cpu")
+            host = [t for t in ins if t.device.type == "cpu"]
+            if name in ("_to_copy", "copy_") and host and outs and outs[0].device.type != "cpu":
+                # a copy from the host to the device: the host link's work, not a kernel of the step
+                seen["h2d_bytes"] += sum(t.numel() * t.element_size() for t in host)
                 return out
             for t in ins:
                 if isinstance(t, torch.nn.Parameter):

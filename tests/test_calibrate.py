@@ -279,5 +279,7 @@ def test_record_step_sees_host_to_device_copies():
         rec = record_step(lambda b: lin(b.to("meta")), torch.randn(8, 16))
     assert rec["device"] == "meta" and rec["h2d_bytes"] == 8 * 16 * 4
     assert rec["ops"]["matmul"]["kernels"] == 1 and rec["params"] == 16 * 4 + 4
+    on_device = record_step(lambda b: b.to("meta").half(), torch.randn(8, 16))   # a cast on the device is a kernel
+    assert on_device["h2d_bytes"] == 8 * 16 * 4 and on_device["ops"]["other"]["kernels"] == 1
     cpu = record_step(lambda b: torch.nn.functional.relu(b), torch.randn(4))
     assert cpu["device"] == "cpu" and cpu["h2d_bytes"] == 0

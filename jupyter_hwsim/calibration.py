@@ -279,6 +279,18 @@ def _synchronizer(device: str):
     return sync if callable(sync) else (lambda: None)
 
 
+def _best_s(work, sync=lambda: None, n: int = 5) -> float:
+    """The shortest of n timed runs of work() (seconds, the device synchronized before and after)."""
+    best = float("inf")
+    for _ in range(n):
+        sync()
+        t = time.perf_counter()
+        work()
+        sync()
+        best = min(best, time.perf_counter() - t)
+    return max(best, 1e-9)
+
+
 def _copy_s(device: str, nbytes: float, pinned: bool, sync) -> float | None:
     """Seconds of one host-to-device copy of nbytes (the best of five), from pinned or pageable host
     memory; None where this machine cannot pin memory (no accelerator driver)."""
@@ -289,54 +301,42 @@ def _copy_s(device: str, nbytes: float, pinned: bool, sync) -> float | None:
             src = src.pin_memory()
         except RuntimeError:
             return None
-    best = float("inf")
-    for _ in range(5):
-        t = time.perf_counter()
-        src.to(device, non_blocking=pinned)
-        sync()
-        best = min(best, time.perf_counter() - t)
-    return max(best, 1e-9)
+    return _best_s(lambda: src.to(device, non_blocking=pinned), sync)
 
 
 def _device_bandwidth_gbs(device: str, sync, mb: int = 64) -> float:
     """The device's copy bandwidth: the best of five on-device clones, read + write bytes."""
     torch = _torch()
     a = torch.empty(mb * 2 ** 20, dtype=torch.uint8, device=device)
-    best = float("inf")
-    for _ in range(5):
-        sync()
-        t = time.perf_counter()
-        a.clone()
-        sync()
-        best = min(best, time.perf_counter() - t)
-    return 2 * a.numel() / max(best, 1e-9) / 1e9
+    return 2 * a.numel() / _best_s(a.clone, sync) / 1e9
 
 
-def _device_entry(device: str, sync) -> dict:
-    """A measured accelerator: its memory, copy bandwidth and multiprocessors; rates are fitted later."""
+def _device_entry(device: str, sync, threads: int, cores: int) -> dict:
+    """This machine's device as measured: memory, copy bandwidth, parallel units, its host link's place
+    and, for the CPU, the threads its step keeps busy; the FLOP rate and per-operator cost are fitted later."""
     torch = _torch()
-    memory_gb, units = _memory_gb(), 1
-    mod = getattr(torch, device, None)
-    if device != "meta" and hasattr(mod, "get_device_properties"):
-        props = mod.get_device_properties(torch.device(device))
-        memory_gb = getattr(props, "total_memory", memory_gb * 1e9) / 1e9
-        units = getattr(props, "multi_processor_count", units)
-    return {"name": f"this machine's {device} device (measured)", "memory_gb": memory_gb,
-            "memory_bandwidth_gbs": _device_bandwidth_gbs(device, sync), "peak_tflops": {"fp32": 1.0},
-            "parallel_units": units, "tile": 16, "compute_efficiency": 1.0, "memory_efficiency": 1.0,
-            "launch_overhead_us": 0.0, "workspace_gb": 0.0}
+    memory_gb, units = _memory_gb(), cores
+    if device == "cpu":
+        name, bandwidth_gbs, extra = "this machine's CPU (measured)", memory_bandwidth_gbs(), {
+            "host_threads": max(1, min(threads, cores))}
+    else:
+        name, bandwidth_gbs, extra, units = f"this machine's {device} device (measured)", \
+            _device_bandwidth_gbs(device, sync), {}, 1
+        mod = getattr(torch, device, None)
+        if device != "meta" and hasattr(mod, "get_device_properties"):
+            props = mod.get_device_properties(torch.device(device))
+            memory_gb = getattr(props, "total_memory", memory_gb * 1e9) / 1e9
+            units = getattr(props, "multi_processor_count", units)
+    return {"name": name, "memory_gb": memory_gb, "memory_bandwidth_gbs": bandwidth_gbs,
+            "peak_tflops": {"fp32": 1.0}, "parallel_units": units, "tile": 16, "compute_efficiency": 1.0,
+            "memory_efficiency": 1.0, "launch_overhead_us": 0.0, "workspace_gb": 0.0, **extra}
 
 
 def memory_bandwidth_gbs(mb: int = 64) -> float:
     """This machine's copy bandwidth: the best of five NumPy copies, read + write bytes."""
     a = np.ones(mb * 2 ** 20 // 8)
     b = np.empty_like(a)
-    best = float("inf")
-    for _ in range(5):
-        t = time.perf_counter()
-        np.copyto(b, a)
-        best = min(best, time.perf_counter() - t)
-    return 2 * a.nbytes / best / 1e9
+    return 2 * a.nbytes / _best_s(lambda: np.copyto(b, a)) / 1e9
 
 
 def _cores() -> int:
@@ -498,13 +498,10 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     run = {k: med[k] for k in ("throughput", "wait_share", "loop_step_ms")}
     per = {c: {k: (v / bs if k != "kernels" else v) for k, v in o.items()} for c, o in rec["ops"].items()}
     pin = bool(getattr(loader, "pin_memory", False))
+    dev = _device_entry(device, sync, threads, cores)
     if on_host:   # the CPU is the device: the step's threads share the cores with the loader workers
         pageable_s = pinned_s = None
         link = {"name": "none: the step reads the batch where it lies", "bandwidth_gbs": 1e4, "pageable_factor": 1.0}
-        dev = {"name": "this machine's CPU (measured)", "memory_gb": _memory_gb(),
-               "memory_bandwidth_gbs": memory_bandwidth_gbs(), "peak_tflops": {"fp32": 1.0},
-               "parallel_units": cores, "tile": 16, "compute_efficiency": 1.0, "memory_efficiency": 1.0,
-               "launch_overhead_us": 0.0, "workspace_gb": 0.0, "host_threads": max(1, min(threads, cores))}
         copy_s = half_copy_s = 0.0
     else:   # an accelerator: the copy is the host link's, the rest of the step the device's
         pageable_s = _copy_s(device, h2d, False, sync)
@@ -513,7 +510,6 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         fastest = pinned_s or pageable_s
         link = {"name": f"this machine's host-to-{device} link (measured)", "bandwidth_gbs": max(h2d, 1) / fastest / 1e9,
                 "pageable_factor": fastest / pageable_s}
-        dev = _device_entry(device, sync)
         copy_s = pinned_s if pin else pageable_s
         half_copy_s = copy_s * half / bs
     dev["host_link"] = link
@@ -539,10 +535,10 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     else:
         fit_s, fit_half_s = step_s - copy_s, half_s - half_copy_s
     dev = _fit_device(base, bs, half, max(1e-9, fit_s), max(1e-9, fit_half_s))
-    if on_host and nw:   # the run shared the cores between the step and its workers: how well, measured
-        dev = _fit_contention(base.replace(gpu=dev), run["loop_step_ms"], run["throughput"])
-    elif "shared_step_ms" in med:
-        dev = _fit_contention(base.replace(gpu=dev, loader_workers=1), med["shared_step_ms"], med["shared_throughput"])
+    if on_host and (nw or "shared_step_ms" in med):   # a run shared the cores with workers: how well, measured
+        shared = (nw, run["loop_step_ms"], run["throughput"]) if nw else \
+            (1, med["shared_step_ms"], med["shared_throughput"])
+        dev = _fit_contention(base.replace(gpu=dev, loader_workers=shared[0]), *shared[1:])
     # the model of the pipeline beside the fastest run of it
     scenario = base.replace(gpu=dev)
     r = api.simulate(scenario, suggest=False)

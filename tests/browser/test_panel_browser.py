@@ -114,7 +114,7 @@ def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_scree
                                             kernel_state):
     """Notebook 7 (served by the same jupyter_server) renders the panel and the charts offline too."""
     import nbformat
-    from playwright.sync_api import expect
+    from playwright.sync_api import Error as PlaywrightError, expect
 
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
@@ -125,10 +125,22 @@ def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_scree
     nbformat.write(nb, f"{lab_server.root_dir}/nb7.ipynb")
     page = browser_page
     page.goto(lab_server.page_url("notebooks/nb7.ipynb"))
-    expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_have_count(1, timeout=60_000)
+    # Notebook 7 once opened without starting a session under the full suite's load (a page error in its
+    # start-up, no kernel for 90 s): wait for the server to report the session, and reload if it never comes.
     select = page.get_by_role("button", name="Select")       # the kernel dialog, when it asks
-    if select.count():
-        select.click()
+    for attempt in range(3):
+        expect(page.locator(".jp-Notebook-ExecutionIndicator")).to_have_count(1, timeout=60_000)
+        deadline = time.monotonic() + 30
+        while kernel_state(lab_server, "nb7.ipynb") is None and time.monotonic() < deadline:
+            if select.count():
+                try:
+                    select.first.click(timeout=2_000)
+                except PlaywrightError:   # the dialog closed between the look and the click
+                    pass
+            time.sleep(0.5)
+        if kernel_state(lab_server, "nb7.ipynb") is not None:
+            break
+        page.reload()
     _until_idle(kernel_state, lab_server, "nb7.ipynb", hold_s=1.0)
     run = page.locator("[data-command='notebook:run-cell-and-select-next']").first
     for i in range(3):

@@ -15,7 +15,13 @@ import test_calibrate as tc  # noqa: E402
 def main():
     with tempfile.TemporaryDirectory() as root:
         ds = tc.write_images(pathlib.Path(root))
-        rows, errors = tc.table(tc.run_rounds(ds))
+        rounds = tc.run_rounds(ds)
+        rows, errors = tc.table(rounds)
+    for i, r in enumerate(rounds):   # what each round's calibration fitted, and its own drift-free errors
+        m, w = r["cal"].measured, r["cal"].scenario.workload
+        print(f"round {i + 1}: step x{m['contention']['step']:.2f}, workers x{m['contention']['threads']:.2f}, "
+              f"worker hand-off {w['handoff_ms_per_batch']:.1f} ms/batch + {w['handoff_ms_per_sample']:.2f} ms/sample; "
+              "errors " + " ".join(f"{bs}/{nw} {e:+.0%}" for (bs, nw), e in tc.round_errors(r).items()))
     print("| batch | workers | measured samples/s | predicted | raw error | drift-free error | bottleneck |\n"
           "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))
     print(f"drift-free: median |error| {statistics.median(errors):.1%}, max {max(errors):.1%} (target: each under 20%)")

@@ -117,10 +117,10 @@ class _Repeat:
         return 2 ** 31
 
 
-def _clone(loader, workers: int):
-    """The same dataset, sample order and collate in a DataLoader of this many workers."""
+def _clone(loader, workers: int, batch_size: int | None = None):
+    """The same dataset, sample order and collate in a DataLoader of this many workers (and batch size)."""
     torch = _torch()
-    kw = dict(batch_size=loader.batch_size, num_workers=workers, collate_fn=loader.collate_fn,
+    kw = dict(batch_size=batch_size or loader.batch_size, num_workers=workers, collate_fn=loader.collate_fn,
               sampler=_Repeat(loader.sampler), drop_last=getattr(loader, "drop_last", False),
               pin_memory=getattr(loader, "pin_memory", False))
     if workers:
@@ -152,9 +152,9 @@ def _time_load(loader, n: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(cpus)
 
 
-def _worker_load(loader, n: int) -> tuple[float, float]:
+def _worker_load(loader, n: int, batch_size: int | None = None) -> tuple[float, float]:
     """(seconds per batch of one real worker process, seconds the main process takes a ready batch)."""
-    it = iter(_clone(loader, 1))
+    it = iter(_clone(loader, 1, batch_size))
     next(it)
     gaps = []
     for _ in range(n):   # the main process only waits: the worker sets the pace
@@ -482,6 +482,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         finally:
             torch.set_num_threads(threads)
         f["worker_s"], f["receive_s"] = _worker_load(loader, n_load) if is_dataloader else (f["load1_s"], 0.0)
+        # and at half the batch: what a worker spends per batch whatever its size (queues, shared memory)
+        f["worker_half_s"] = _worker_load(loader, n_load, half)[0] if is_dataloader and half < bs else None
         # the pipeline as the user runs it
         f.update(_run_pipeline(loader, synced, steps, warmup))
         if on_host and is_dataloader and not nw and cores > 1:
@@ -489,10 +491,13 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
             shared = _run_pipeline(_clone(loader, 1), synced, steps, warmup)
             f["shared_step_ms"], f["shared_throughput"] = shared["loop_step_ms"], shared["throughput"]
         figures.append(f)
-    med = {k: statistics.median(f[k] for f in figures) for k in figures[0]}
+    med = {k: statistics.median(f[k] for f in figures) if figures[0][k] is not None else None for k in figures[0]}
     load_s, step_s, half_s, wall1 = med["load_s"], med["step_s"], med["half_s"], med["load1_s"]
     worker_s, receive_s, step_cores = med["worker_s"], med["receive_s"], med["step_cores"]
     handoff_s = max(0.0, worker_s - wall1)
+    # the worker's fixed cost per batch: where the line through its two batch sizes meets zero
+    per_batch_s = 0.0 if med["worker_half_s"] is None else \
+        min(handoff_s, max(0.0, _line([(half, med["worker_half_s"]), (bs, worker_s)])[0]))
     io_s = max(0.0, wall1 - med["cpu1_s"])
     cv = statistics.pstdev(step_times) / statistics.mean(step_times)
     run = {k: med[k] for k in ("throughput", "wait_share", "loop_step_ms")}
@@ -519,7 +524,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         "device_bytes_per_sample": (_batch_bytes(batch) if on_host else h2d) / bs,
         "input_bytes_per_sample": 1.0,
         "preprocess_ms_per_sample": max(0.0, load_s - io_s) / bs * 1e3,
-        "handoff_ms_per_sample": handoff_s / bs * 1e3,
+        "handoff_ms_per_sample": (handoff_s - per_batch_s) / bs * 1e3,
+        "handoff_ms_per_batch": per_batch_s * 1e3,
         "receive_ms_per_batch": receive_s * 1e3,
         "default_batch_size": bs,
     }
@@ -546,6 +552,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     measured = {
         "batch_size": bs, "half_batch": half, "num_workers": nw, "cpu_cores": cores, "device": device,
         "load_ms": load_s * 1e3, "load1_ms": wall1 * 1e3, "io_ms_per_sample": io_s / bs * 1e3, "worker_ms": worker_s * 1e3,
+        "worker_half_ms": med["worker_half_s"] and med["worker_half_s"] * 1e3, "handoff_ms_per_batch": per_batch_s * 1e3,
         "receive_ms": receive_s * 1e3, "step_ms": step_s * 1e3, "half_step_ms": half_s * 1e3,
         "double_step_ms": med["double_s"] * 1e3 if on_host else None, "step_cv": cv,
         "step_threads": dev.get("host_threads", 0), "step_cores": step_cores, "kernels": int(

@@ -315,7 +315,7 @@ class Demands:
     storage_s: float        # storage device busy
     read_s: float           # a worker's wall time reading its batch (device + latency in flight)
     preprocess_s: float     # core-seconds of decode/augment/collate
-    handoff_s: float        # core-seconds a worker spends handing a batch over (shared memory: per byte)
+    handoff_s: float        # core-seconds a worker spends handing a batch over (shared memory per byte, IPC per batch)
     receive_s: float        # main-process core-seconds to take a batch from a worker
     copy_s: float           # host link busy
     step: StepCost
@@ -333,8 +333,8 @@ def demands(m: Machine) -> Demands:
         storage_s=transfer + miss * lat / m.storage_concurrency,
         read_s=transfer + miss * lat,
         preprocess_s=m.batch * m.preprocess_ms / 1e3 / s.cpu_speed,
-        handoff_s=m.batch * float(m.workload.get("handoff_ms_per_sample", 0.0)) / 1e3 / s.cpu_speed
-        if s.loader_workers else 0.0,
+        handoff_s=(m.batch * float(m.workload.get("handoff_ms_per_sample", 0.0)) +
+                   float(m.workload.get("handoff_ms_per_batch", 0.0))) / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
         receive_s=float(m.workload.get("receive_ms_per_batch", 0.0)) / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
         copy_s=m.batch * m.device_bytes / (m.link_gbs * 1e9 * factor),
         step=step_cost(m),

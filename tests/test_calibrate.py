@@ -121,19 +121,24 @@ def run_rounds(ds, n_rounds=ROUNDS, cycles=4, seconds=0.6, cal_rounds=3):
     return out
 
 
+def round_errors(r) -> dict:
+    """One round's drift-free error per point: its prediction against the point's ratio to the
+    calibration point within each cycle (the median over cycles) times the calibration's own throughput."""
+    ref = tuple(CALIBRATE_AT.values())
+    return {p: r["pred"][p].throughput / (statistics.median(a / b for a, b in zip(r["meas"][p], r["meas"][ref]))
+                                          * r["cal"].measured["throughput"]) - 1 for p in PREDICT}
+
+
 def table(rounds) -> tuple[list, list]:
     """Markdown rows per point: measured and predicted samples/s (medians), the raw error, and the error
     against the measurement brought to the machine speed the calibration saw (the point's ratio to the
     calibration point within each cycle, times the calibration's own measured throughput; the median
     over cycles, then over rounds); and those drift-free errors."""
-    ref = tuple(CALIBRATE_AT.values())
     rows, errors = [], []
     for p in PREDICT:
         raw = statistics.median(m for r in rounds for m in r["meas"][p])
         predicted = statistics.median(r["pred"][p].throughput for r in rounds)
-        drift_free = statistics.median(
-            r["pred"][p].throughput / (statistics.median(a / b for a, b in zip(r["meas"][p], r["meas"][ref]))
-                                       * r["cal"].measured["throughput"]) - 1 for r in rounds)
+        drift_free = statistics.median(round_errors(r)[p] for r in rounds)
         errors.append(abs(drift_free))
         rows.append(f"| {p[0]} | {p[1]} | {raw:.0f} | {predicted:.0f} | {predicted / raw - 1:+.1%} | "
                     f"{drift_free:+.1%} | {rounds[0]['pred'][p].bottleneck} |")
@@ -157,6 +162,11 @@ def test_calibration_of_a_real_pipeline(rounds):
     assert m["step_ms"] > m["half_step_ms"] > 0 and m["worker_ms"] > 0 and m["throughput"] > 0
     assert "pipeline throughput" in cal.report()
     assert 0.1 < m["contention"]["step"] < 3 and 0.1 < m["contention"]["threads"] < 3   # fitted beside 1 worker
+    # the worker's hand-off, split by its two batch sizes into a cost per batch and one per sample
+    w, bs = cal.scenario.workload, m["batch_size"]
+    assert m["worker_half_ms"] > 0 and 0 <= w["handoff_ms_per_batch"] == m["handoff_ms_per_batch"]
+    assert w["handoff_ms_per_sample"] >= 0 and w["handoff_ms_per_sample"] * bs + w["handoff_ms_per_batch"] == \
+        pytest.approx(max(0.0, m["worker_ms"] - m["load1_ms"]))
     assert "of the scheduler's share" in cal.report()
     rows, errors = table(rounds)
     assert len(rows) == len(errors) == len(PREDICT)

@@ -97,6 +97,19 @@ def test_handoff_and_receive_only_with_workers():
     assert slow < simulate(scenario(1.0, 1.0, 1), suggest=False).throughput
 
 
+def test_a_workers_cost_per_batch_is_paid_once_per_batch():
+    """A worker on a core of its own (4 cores: nothing oversubscribed) takes batch x per-sample cost plus
+    its fixed cost per batch (queues, a shared-memory segment): halving the batch does not halve it."""
+    base = scenario(0.01, 1.0, 1, cores=4)
+    s = base.replace(workload={**base.workload, "handoff_ms_per_batch": 8.0})
+    for batch in (8, 32):
+        r, e = simulate(s.replace(batch_size=batch), suggest=False), estimate(s.replace(batch_size=batch), suggest=False)
+        assert r.throughput == pytest.approx(batch / ((batch * 1.0 + 8.0) / 1e3), rel=0.01)
+        assert e.throughput == pytest.approx(r.throughput, rel=0.01)
+    assert simulate(s.replace(loader_workers=0), suggest=False).throughput == pytest.approx(
+        simulate(base.replace(loader_workers=0), suggest=False).throughput, rel=1e-3)   # no worker, no hand-off
+
+
 def test_gpu_pipelines_do_not_share_cores():
     """A catalogue GPU keeps its own FIFO cores model: the shared-cores path is only for host devices."""
     s = Scenario(loader_workers=2, cpu_cores=2, jitter_cv=0.0)

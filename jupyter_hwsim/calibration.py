@@ -440,7 +440,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
 
     bs, nw = loader.batch_size, loader.num_workers
     is_dataloader = isinstance(loader, torch.utils.data.DataLoader)
-    n_load = max(3, min(steps, 6))
+    n_load = max(3, min(steps, 10))
     inproc = _clone(loader, 0) if is_dataloader else loader
     batch = next(iter(inproc))
     half = max(1, bs // 2)

@@ -99,7 +99,7 @@ def measure(ds, step, bs, nw, seconds=1.5, batches=8):
     return n / (time.perf_counter() - t0)
 
 
-def run_rounds(ds, n_rounds=ROUNDS, cycles=4, seconds=0.6, cal_rounds=3):
+def run_rounds(ds, n_rounds=ROUNDS, cycles=4, seconds=0.6, cal_rounds=5):
     """n_rounds rounds of: calibrate at CALIBRATE_AT, predict every PREDICT point, then measure the
     calibration point and every PREDICT point in turns, a burst of `seconds` each, `cycles` times.
 
@@ -111,7 +111,7 @@ def run_rounds(ds, n_rounds=ROUNDS, cycles=4, seconds=0.6, cal_rounds=3):
     points = [tuple(CALIBRATE_AT.values())] + PREDICT
     out = []
     for _ in range(n_rounds):
-        cal = jupyter_hwsim.calibrate(loader(ds, **CALIBRATE_AT), step, steps=12, warmup=2, rounds=cal_rounds)
+        cal = jupyter_hwsim.calibrate(loader(ds, **CALIBRATE_AT), step, steps=20, warmup=2, rounds=cal_rounds)
         meas = {p: [] for p in points}
         for _ in range(cycles):
             for bs, nw in points:
@@ -148,8 +148,9 @@ def table(rounds) -> tuple[list, list]:
 @pytest.fixture(scope="module")
 def rounds(images):
     """One short round: what calibrate records and that every point is predicted and measured. The
-    within-20% comparison is benchmarks/bench_calibrate.py: it passed in 9 of 10 runs here, and a
-    check that fails one run in ten on this VM's noise would gate nothing but luck."""
+    within-20% comparison is benchmarks/bench_calibrate.py: five of its six points pass in every run,
+    but batch 16 with 1 worker comes out 8-20% too fast, and a check that fails on that bias and this
+    VM's noise would gate luck (docs/calibration.md)."""
     return run_rounds(images, 1, cycles=1, seconds=0.6, cal_rounds=1)
 
 

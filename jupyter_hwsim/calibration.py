@@ -6,7 +6,8 @@ What it measures, each on its own so that no figure hides another:
 - loading a batch in one real worker process (decode, augment, collate and the shared-memory
   hand-off), and taking a ready batch from it in the main process;
 - the step on a batch held in memory, at half, one and (on the CPU) two batches (fixed + per-sample
-  cost), the threads it keeps busy and its run-to-run variation;
+  cost), the threads it keeps busy and its run-to-run variation, and the CPU its idle threads
+  burn spinning after it (reported: the fluid model of the cores cannot show what that costs);
 - the step's operators (one step recorded at the dispatcher: FLOPs, tensor values moved,
   operator count, parameters), so the same step can be costed on any catalogue device;
 - this machine's memory bandwidth (a NumPy copy), and finally the pipeline as the user runs it.
@@ -55,6 +56,9 @@ class Calibration:
              (f" / {m['double_step_ms']:.2f} ms" if m["double_step_ms"] else "") + f" (cv {m['step_cv']:.2f}), " +
              (f"{m['step_threads']} thread(s) using {m['step_cores']:.2f} cores" if m["device"] == "cpu"
               else f"on {m['device']}, synchronized")),
+            ("the step's threads after it", f"{m['spin_ms']:.1f} ms of CPU in a 30 ms wait: "
+             + ("they spin for the next operator (OpenMP), on cores the loader workers need"
+                if m["spin_ms"] >= 1 else "they sleep")),
             ("copy to the device", "none: the step runs on the CPU" if m["device"] == "cpu" else
              f"{m['copy_bytes_per_batch'] / 1e6:.2f} MB per batch: {m['copy_pageable_ms']:.3f} ms pageable" +
              (f", {m['copy_pinned_ms']:.3f} ms pinned" if m["copy_pinned_ms"] is not None else ", no pinned memory here") +
@@ -208,6 +212,18 @@ def _time_steps(step, batches: list, steps: int) -> tuple[list, float, list]:
             if i == 0:
                 cpu += time.process_time() - c
     return [statistics.median(w) for w in walls], cpu / sum(walls[0]), walls[0]
+
+
+def _spin_s(step, batch, sleep_s: float = 0.03, n: int = 5) -> float:
+    """CPU seconds the process burns while the loop sleeps right after a step (median of n): the
+    step's idle OpenMP threads spin-wait for the next operator before they sleep (OMP_WAIT_POLICY)."""
+    burnt = []
+    for _ in range(n):
+        step(batch)
+        c = time.process_time()
+        time.sleep(sleep_s)
+        burnt.append(time.process_time() - c)
+    return statistics.median(burnt)
 
 
 def record_step(step, batch) -> dict:
@@ -474,6 +490,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         if on_host:
             f["double_s"] = rest[-1]
         step_times += walls
+        f["spin_s"] = _spin_s(synced, batch)
         # loading on one thread, as a worker does it (its I/O wait is what it does not spend on a core),
         # then in one real worker process, and taking a ready batch from it
         torch.set_num_threads(1)
@@ -553,7 +570,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         "batch_size": bs, "half_batch": half, "num_workers": nw, "cpu_cores": cores, "device": device,
         "load_ms": load_s * 1e3, "load1_ms": wall1 * 1e3, "io_ms_per_sample": io_s / bs * 1e3, "worker_ms": worker_s * 1e3,
         "worker_half_ms": med["worker_half_s"] and med["worker_half_s"] * 1e3, "handoff_ms_per_batch": per_batch_s * 1e3,
-        "receive_ms": receive_s * 1e3, "step_ms": step_s * 1e3, "half_step_ms": half_s * 1e3,
+        "receive_ms": receive_s * 1e3, "spin_ms": med["spin_s"] * 1e3, "step_ms": step_s * 1e3, "half_step_ms": half_s * 1e3,
         "double_step_ms": med["double_s"] * 1e3 if on_host else None, "step_cv": cv,
         "step_threads": dev.get("host_threads", 0), "step_cores": step_cores, "kernels": int(
             per["matmul"]["kernels"] + per["other"]["kernels"]),

@@ -169,6 +169,7 @@ def test_calibration_of_a_real_pipeline(rounds):
     assert w["handoff_ms_per_sample"] >= 0 and w["handoff_ms_per_sample"] * bs + w["handoff_ms_per_batch"] == \
         pytest.approx(max(0.0, m["worker_ms"] - m["load1_ms"]))
     assert "of the scheduler's share" in cal.report()
+    assert m["spin_ms"] >= 0 and "the step's threads after it" in cal.report()
     rows, errors = table(rounds)
     assert len(rows) == len(errors) == len(PREDICT)
     for p in PREDICT:
@@ -294,3 +295,31 @@ def test_record_step_sees_host_to_device_copies():
     assert on_device["h2d_bytes"] == 8 * 16 * 4 and on_device["ops"]["other"]["kernels"] == 1
     cpu = record_step(lambda b: torch.nn.functional.relu(b), torch.randn(4))
     assert cpu["device"] == "cpu" and cpu["h2d_bytes"] == 0
+
+
+SPIN_PROBE = """
+import torch
+from jupyter_hwsim.calibration import _spin_s
+conv = torch.nn.Conv2d(3, 16, 3)
+x = torch.randn(16, 3, 64, 64)
+def step(b):
+    with torch.no_grad():
+        conv(b)
+print(torch.get_num_threads(), _spin_s(step, x) * 1e3)
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="an OpenMP team needs two cores to have a thread left over")
+def test_the_cpu_a_step_leaves_spinning_is_measured():
+    """After a step PyTorch's idle OpenMP threads spin for the next operator (burning a core the loader
+    workers need) unless OMP_WAIT_POLICY=PASSIVE puts them to sleep; ACTIVE spins through the whole wait."""
+    import subprocess
+    import sys
+    burnt = {}
+    for policy in ("ACTIVE", "PASSIVE"):
+        out = subprocess.run([sys.executable, "-c", SPIN_PROBE], env={**os.environ, "OMP_WAIT_POLICY": policy},
+                             capture_output=True, text=True, check=True).stdout.split()
+        threads, burnt[policy] = int(out[0]), float(out[1])
+    assert threads >= 2
+    assert burnt["ACTIVE"] > 0.6 * 30 * (threads - 1)   # most of the 30 ms wait, on each idle thread
+    assert burnt["PASSIVE"] < 2

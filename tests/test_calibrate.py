@@ -1,5 +1,5 @@
-"""calibrate() on a real PyTorch pipeline built here: JPEG files decoded and augmented in __getitem__,
-a small CNN trained on the CPU. benchmarks/bench_calibrate.py uses the same pipeline to compare the
+"""calibrate() on a real PyTorch pipeline (jupyter_hwsim.demo_pipeline): JPEG files written at test time,
+decoded and augmented in __getitem__, a small CNN trained on the CPU. benchmarks/bench_calibrate.py uses the same pipeline to compare the
 predictions at num_workers 0, 1, 2 and two other batch sizes with measurements.
 
 On this 2-core machine the step's two OpenMP threads and the loader workers compete for the cores,
@@ -8,82 +8,23 @@ import os
 import statistics
 import time
 
-import numpy as np
 import pytest
 import torch   # the torch extra; the test command installs torch==2.13.0 (the CPU build)
-from PIL import Image
-from torch.utils.data import DataLoader, Dataset, RandomSampler
+from torch.utils.data import DataLoader
 
 import jupyter_hwsim
 from jupyter_hwsim import HwsimError, simulate
 from jupyter_hwsim.calibration import record_step
+from jupyter_hwsim.demo_pipeline import loader, make_step, write_images   # noqa: F401 (the benchmark uses them)
 
 CALIBRATE_AT = dict(batch_size=32, num_workers=1)
 PREDICT = [(bs, nw) for bs in (16, 64) for nw in (0, 1, 2)]
 ROUNDS = 4
 
 
-class Jpegs(Dataset):
-    """Decode, rotate, crop, flip and normalize one JPEG: the CPU work of an image pipeline."""
-
-    def __init__(self, root, crop=128):
-        self.files = sorted(os.path.join(root, f) for f in os.listdir(root))
-        self.crop = crop
-
-    def __len__(self):
-        return len(self.files)
-
-    def __getitem__(self, i):
-        rng = np.random.default_rng(i)
-        img = Image.open(self.files[i]).convert("RGB")
-        img = img.rotate(float(rng.uniform(-15, 15)), resample=Image.BILINEAR)
-        w, h = img.size
-        x0, y0 = int(rng.integers(0, w - self.crop + 1)), int(rng.integers(0, h - self.crop + 1))
-        img = img.crop((x0, y0, x0 + self.crop, y0 + self.crop))
-        if rng.random() < 0.5:
-            img = img.transpose(Image.FLIP_LEFT_RIGHT)
-        x = torch.from_numpy(np.asarray(img, dtype=np.float32) / 255.0).permute(2, 0, 1)
-        return (x - 0.5) / 0.25, i % 10
-
-
 @pytest.fixture(scope="module")
 def images(tmp_path_factory):
     return write_images(tmp_path_factory.mktemp("jpegs"))
-
-
-def write_images(root):
-    """256 JPEGs of 160 px (smooth patterns plus noise) and the dataset over them."""
-    rng = np.random.default_rng(0)
-    y, x = np.mgrid[0:160, 0:160]
-    for i in range(256):
-        base = (np.sin(x / (5 + i % 7)) + np.cos(y / (3 + i % 5)))[..., None] * 60 + 128
-        pixels = np.clip(base + rng.normal(0, 25, (160, 160, 3)), 0, 255).astype(np.uint8)
-        Image.fromarray(pixels).save(root / f"{i:04d}.jpg", quality=90)
-    return Jpegs(str(root))
-
-
-def make_step():
-    torch.manual_seed(0)
-    net = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.ReLU(),
-        torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), torch.nn.ReLU(),
-        torch.nn.Conv2d(16, 32, 3, stride=2, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
-        torch.nn.Flatten(), torch.nn.Linear(32, 10))
-    opt = torch.optim.SGD(net.parameters(), lr=0.01)
-    loss_fn = torch.nn.CrossEntropyLoss()
-
-    def step(batch):
-        x, y = batch
-        opt.zero_grad()
-        loss_fn(net(x), y).backward()
-        opt.step()
-    return step
-
-
-def loader(ds, batch_size, num_workers):
-    """One long epoch (sampling with replacement), as a long training run sees it."""
-    return DataLoader(ds, batch_size=batch_size, num_workers=num_workers,
-                      sampler=RandomSampler(ds, replacement=True, num_samples=10 ** 6))
 
 
 def measure(ds, step, bs, nw, seconds=1.5, batches=8):

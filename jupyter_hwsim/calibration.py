@@ -56,7 +56,7 @@ class Calibration:
              (f" / {m['double_step_ms']:.2f} ms" if m["double_step_ms"] else "") + f" (cv {m['step_cv']:.2f}), " +
              (f"{m['step_threads']} thread(s) using {m['step_cores']:.2f} cores" if m["device"] == "cpu"
               else f"on {m['device']}, synchronized")),
-            ("the step's threads after it", f"{m['spin_ms']:.1f} ms of CPU in a 30 ms wait: "
+            ("the step's threads after it", f"{m['spin_ms']:.1f} ms of CPU in a {SPIN_WAIT_S * 1e3:.0f} ms wait: "
              + ("they spin for the next operator (OpenMP), on cores the loader workers need"
                 if m["spin_ms"] >= 1 else "they sleep")),
             ("copy to the device", "none: the step runs on the CPU" if m["device"] == "cpu" else
@@ -214,7 +214,10 @@ def _time_steps(step, batches: list, steps: int) -> tuple[list, float, list]:
     return [statistics.median(w) for w in walls], cpu / sum(walls[0]), walls[0]
 
 
-def _spin_s(step, batch, sleep_s: float = 0.03, n: int = 5) -> float:
+SPIN_WAIT_S = 0.03   # the loop's wait after a step in which the spin is measured
+
+
+def _spin_s(step, batch, sleep_s: float = SPIN_WAIT_S, n: int = 5) -> float:
     """CPU seconds the process burns while the loop sleeps right after a step (median of n): the
     step's idle OpenMP threads spin-wait for the next operator before they sleep (OMP_WAIT_POLICY)."""
     burnt = []
@@ -570,7 +573,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         "batch_size": bs, "half_batch": half, "num_workers": nw, "cpu_cores": cores, "device": device,
         "load_ms": load_s * 1e3, "load1_ms": wall1 * 1e3, "io_ms_per_sample": io_s / bs * 1e3, "worker_ms": worker_s * 1e3,
         "worker_half_ms": med["worker_half_s"] and med["worker_half_s"] * 1e3, "handoff_ms_per_batch": per_batch_s * 1e3,
-        "receive_ms": receive_s * 1e3, "spin_ms": med["spin_s"] * 1e3, "step_ms": step_s * 1e3, "half_step_ms": half_s * 1e3,
+        "receive_ms": receive_s * 1e3, "spin_ms": med["spin_s"] * 1e3, "step_ms": step_s * 1e3,
+        "half_step_ms": half_s * 1e3,
         "double_step_ms": med["double_s"] * 1e3 if on_host else None, "step_cv": cv,
         "step_threads": dev.get("host_threads", 0), "step_cores": step_cores, "kernels": int(
             per["matmul"]["kernels"] + per["other"]["kernels"]),

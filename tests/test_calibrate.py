@@ -1,11 +1,14 @@
-"""calibrate() on a real PyTorch pipeline (jupyter_hwsim.demo_pipeline): JPEG files written at test time,
-decoded and augmented in __getitem__, a small CNN trained on the CPU. benchmarks/bench_calibrate.py uses the same pipeline to compare the
-predictions at num_workers 0, 1, 2 and two other batch sizes with measurements.
+"""calibrate() on a real PyTorch pipeline (jupyter_hwsim.demo_pipeline): JPEG files written at test
+time, decoded and augmented in __getitem__, a small CNN trained on the CPU. benchmarks/bench_calibrate.py
+uses the same pipeline to compare the predictions at num_workers 0, 1, 2 and two other batch sizes
+with measurements.
 
 On this 2-core machine the step's two OpenMP threads and the loader workers compete for the cores,
 which is what makes it hard: a worker beside the step slows it 3-4x (see engine._SharedCores)."""
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 import pytest
@@ -14,8 +17,8 @@ from torch.utils.data import DataLoader
 
 import jupyter_hwsim
 from jupyter_hwsim import HwsimError, simulate
-from jupyter_hwsim.calibration import record_step
-from jupyter_hwsim.demo_pipeline import loader, make_step, write_images   # noqa: F401 (the benchmark uses them)
+from jupyter_hwsim.calibration import SPIN_WAIT_S, record_step
+from jupyter_hwsim.demo_pipeline import loader, make_step, write_images
 
 CALIBRATE_AT = dict(batch_size=32, num_workers=1)
 PREDICT = [(bs, nw) for bs in (16, 64) for nw in (0, 1, 2)]
@@ -254,13 +257,11 @@ print(torch.get_num_threads(), _spin_s(step, x) * 1e3)
 def test_the_cpu_a_step_leaves_spinning_is_measured():
     """After a step PyTorch's idle OpenMP threads spin for the next operator (burning a core the loader
     workers need) unless OMP_WAIT_POLICY=PASSIVE puts them to sleep; ACTIVE spins through the whole wait."""
-    import subprocess
-    import sys
     burnt = {}
     for policy in ("ACTIVE", "PASSIVE"):
         out = subprocess.run([sys.executable, "-c", SPIN_PROBE], env={**os.environ, "OMP_WAIT_POLICY": policy},
                              capture_output=True, text=True, check=True).stdout.split()
         threads, burnt[policy] = int(out[0]), float(out[1])
     assert threads >= 2
-    assert burnt["ACTIVE"] > 0.6 * 30 * (threads - 1)   # most of the 30 ms wait, on each idle thread
+    assert burnt["ACTIVE"] > 0.6 * SPIN_WAIT_S * 1e3 * (threads - 1)   # most of the wait, on each idle thread
     assert burnt["PASSIVE"] < 2

@@ -30,10 +30,9 @@ def images(tmp_path_factory):
     return write_images(tmp_path_factory.mktemp("jpegs"))
 
 
-def measure(ds, step, bs, nw, seconds=1.5, batches=8):
-    """Samples/s of the real pipeline over at least `seconds` and `batches` batches, after three
-    warm-up steps (a large batch's burst is not a handful of steps)."""
-    it = iter(loader(ds, bs, nw))
+def measure(it, step, bs, seconds=1.5, batches=8):
+    """Samples/s of a running loader's iterator over at least `seconds` and `batches` batches, after
+    three warm-up steps (they take what it prefetched while it waited for its turn)."""
     for _ in range(3):
         step(next(it))
     t0, n = time.perf_counter(), 0
@@ -50,16 +49,22 @@ def run_rounds(ds, n_rounds=ROUNDS, cycles=4, seconds=0.6, cal_rounds=5):
     This shared VM's speed drifts by a quarter over seconds and by as much over a minute (other
     tenants; no steal time is reported): one pipeline measured back to back gave 312 to 502
     samples/s. Measured in turns, every point sees the same spells, so its ratio to the calibration
-    point within a cycle is free of the drift (benchmarks/bench_calibrate.py)."""
+    point within a cycle is free of the drift (benchmarks/bench_calibrate.py).
+
+    Each point keeps one loader running for the round, as a training epoch does: between its turns its
+    workers idle with a full prefetch queue. A fresh loader per burst measured its workers' first
+    batches instead, and biased the small batch (docs/calibration.md)."""
     step = make_step()
     points = [tuple(CALIBRATE_AT.values())] + PREDICT
     out = []
     for _ in range(n_rounds):
         cal = jupyter_hwsim.calibrate(loader(ds, **CALIBRATE_AT), step, steps=20, warmup=2, rounds=cal_rounds)
+        running = {(bs, nw): iter(loader(ds, bs, nw)) for bs, nw in points}
         meas = {p: [] for p in points}
         for _ in range(cycles):
             for bs, nw in points:
-                meas[bs, nw].append(measure(ds, step, bs, nw, seconds))
+                meas[bs, nw].append(measure(running[bs, nw], step, bs, seconds))
+        del running   # shuts the workers down
         out.append({"cal": cal, "meas": meas, "pred": {
             (bs, nw): simulate(cal.replace(batch_size=bs, loader_workers=nw), suggest=False) for bs, nw in PREDICT}})
     return out

@@ -126,7 +126,8 @@ def _clone(loader, workers: int, batch_size: int | None = None):
     torch = _torch()
     kw = dict(batch_size=batch_size or loader.batch_size, num_workers=workers, collate_fn=loader.collate_fn,
               sampler=_Repeat(loader.sampler), drop_last=getattr(loader, "drop_last", False),
-              pin_memory=getattr(loader, "pin_memory", False))
+              pin_memory=getattr(loader, "pin_memory", False), worker_init_fn=getattr(loader, "worker_init_fn", None),
+              multiprocessing_context=getattr(loader, "multiprocessing_context", None))
     if workers:
         kw["prefetch_factor"] = getattr(loader, "prefetch_factor", None) or 2
     return torch.utils.data.DataLoader(loader.dataset, **kw)
@@ -396,10 +397,9 @@ def _fit_device(base: Scenario, batch: int, half: int, step_s: float, half_s: fl
     return {**base.gpu, "peak_tflops": {"fp32": rate / 1e12}, "launch_overhead_us": per_op_s * 1e6}
 
 
-def _run_pipeline(loader, step, steps: int, warmup: int) -> dict:
-    """The user's pipeline as it runs: samples/s, the share of time the loop waited for input,
-    and the mean step time (the step slows where loader workers share its cores)."""
-    it = _batches(loader)
+def _run_pipeline(it, batch_size: int, step, steps: int, warmup: int) -> dict:
+    """A running pipeline (an iterator of batches) as the loop sees it: samples/s, the share of time the
+    loop waited for input, and the mean step time (the step slows where loader workers share its cores)."""
     wait = stepping = 0.0
     for k in range(warmup + steps):
         if k == warmup:
@@ -410,8 +410,7 @@ def _run_pipeline(loader, step, steps: int, warmup: int) -> dict:
         step(batch)
         wait, stepping = wait + t1 - t, stepping + time.perf_counter() - t1
     total = time.perf_counter() - t0
-    del it
-    return {"throughput": steps * loader.batch_size / total, "wait_share": wait / total,
+    return {"throughput": steps * batch_size / total, "wait_share": wait / total,
             "loop_step_ms": stepping / steps * 1e3, "loop_wait_ms": wait / steps * 1e3}
 
 
@@ -482,11 +481,16 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
             synced(b)
     # Every figure is measured once per round and the median over rounds is kept: the speed of a
     # shared machine drifts over seconds, and rounds spread every figure over the same spells.
-    figures, step_times = [], []
+    # The pipelines keep running between rounds, as in a training epoch (their workers wait with a full
+    # prefetch queue), so that a round times them in their steady state, not a new worker's first batches.
+    running = {"inproc": _batches(inproc), "user": _batches(_clone(loader, nw) if is_dataloader else loader)}
+    if on_host and is_dataloader and not nw and cores > 1:
+        running["shared"] = _batches(_clone(loader, 1))   # no workers beside the step: run one, to see
+    figures, step_times = [], []                           # how they share the cores
     for _ in range(rounds):
         f = {}
         # loading in the main process as num_workers=0 does it: between steps
-        f["load_s"] = _run_pipeline(inproc, synced, n_load, 1)["loop_wait_ms"] / 1e3
+        f["load_s"] = _run_pipeline(running["inproc"], bs, synced, n_load, 1)["loop_wait_ms"] / 1e3
         # the step on a batch in memory, at the batch size, at half of it and (on the CPU) at twice it
         (f["step_s"], *rest), f["step_cores"], walls = _time_steps(synced, batches, steps)
         f["half_s"] = rest[0] if half < bs else f["step_s"]
@@ -505,12 +509,13 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         # and at half the batch: what a worker spends per batch whatever its size (queues, shared memory)
         f["worker_half_s"] = _worker_load(loader, n_load, half)[0] if is_dataloader and half < bs else None
         # the pipeline as the user runs it
-        f.update(_run_pipeline(loader, synced, steps, warmup))
-        if on_host and is_dataloader and not nw and cores > 1:
-            # no workers beside the step in the user's run: run one, to see how they share the cores
-            shared = _run_pipeline(_clone(loader, 1), synced, steps, warmup)
+        f.update(_run_pipeline(running["user"], bs, synced, steps, warmup))
+        if "shared" in running:
+            shared = _run_pipeline(running["shared"], bs, synced, steps, warmup)
             f["shared_step_ms"], f["shared_throughput"] = shared["loop_step_ms"], shared["throughput"]
         figures.append(f)
+    for it in running.values():
+        it.close()   # shuts the workers down
     med = {k: statistics.median(f[k] for f in figures) if figures[0][k] is not None else None for k in figures[0]}
     load_s, step_s, half_s, wall1 = med["load_s"], med["step_s"], med["half_s"], med["load1_s"]
     worker_s, receive_s, step_cores = med["worker_s"], med["receive_s"], med["step_cores"]

@@ -485,8 +485,9 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     # prefetch queue), so that a round times them in their steady state, not a new worker's first batches.
     running = {"inproc": _batches(inproc), "user": _batches(_clone(loader, nw) if is_dataloader else loader)}
     if on_host and is_dataloader and not nw and cores > 1:
-        running["shared"] = _batches(_clone(loader, 1))   # no workers beside the step: run one, to see
-    figures, step_times = [], []                           # how they share the cores
+        # no workers beside the step in the user's run: run one, to see how they share the cores
+        running["shared"] = _batches(_clone(loader, 1))
+    figures, step_times = [], []
     for _ in range(rounds):
         f = {}
         # loading in the main process as num_workers=0 does it: between steps

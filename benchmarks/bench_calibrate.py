@@ -20,7 +20,8 @@ def main():
     for i, r in enumerate(rounds):   # what each round's calibration fitted, and its own drift-free errors
         m, w = r["cal"].measured, r["cal"].scenario.workload
         print(f"round {i + 1}: step x{m['contention']['step']:.2f}, workers x{m['contention']['threads']:.2f}, "
-              f"worker hand-off {w['handoff_ms_per_batch']:.1f} ms/batch + {w['handoff_ms_per_sample']:.2f} ms/sample; "
+              f"worker hand-off {w['handoff_ms_per_batch']:.1f} ms/batch + {w['handoff_ms_per_sample']:.2f} ms/sample, "
+              f"lost beside the step {m['contention'].get('worker_ms_per_batch', 0):.1f} ms/batch; "
               "errors " + " ".join(f"{bs}/{nw} {e:+.0%}" for (bs, nw), e in tc.round_errors(r).items()))
     print("| batch | workers | measured samples/s | predicted | raw error | drift-free error | bottleneck |\n"
           "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))

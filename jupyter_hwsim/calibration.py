@@ -69,7 +69,9 @@ class Calibration:
              ("a NumPy copy)" if m["device"] == "cpu" else f"a copy on {m['device']})")),
             ("fitted device", f"{m['device_gflops']:.1f} GFLOP/s, {m['per_op_us']:.1f} us per operator" +
              (f"; beside the workers the step runs at {m['contention']['step']:.2f} and they at "
-              f"{m['contention']['threads']:.2f} of the scheduler's share" if m["contention"] else "")),
+              f"{m['contention']['threads']:.2f} of the scheduler's share" if m["contention"] else "") +
+             (f", and a worker loses {m['contention']['worker_ms_per_batch']:.2f} ms per batch"
+              if m["contention"] and "worker_ms_per_batch" in m["contention"] else "")),
             ("step beside the workers", f"measured {m['loop_step_ms']:.2f} ms, simulated {p['loop_step_ms']:.2f} ms"),
             ("pipeline throughput", f"measured {m['throughput']:.1f}, simulated {p['throughput']:.1f} samples/s "
              f"({p['throughput'] / m['throughput'] - 1:+.1%})"),
@@ -422,25 +424,39 @@ def _loop_step_ms(r) -> float:
     return 1e3 * spans / sum(1 for t in r.timeline if t[0] == "gpu")
 
 
-def _fit_contention(scenario: Scenario, loop_step_ms: float, throughput: float) -> dict:
-    """The device with the efficiencies (costs.contention) at which the simulated pipeline steps as long
-    and runs as fast as the measured one: the step's gang and the single threads beside it each run this
-    much slower than the scheduler's share while the cores are oversubscribed. One bisection each, in
-    turns, as each figure depends mostly on its own efficiency."""
+def _fit_contention(scenario: Scenario, loop_step_ms: float, throughput: float, half=None) -> dict:
+    """The device with the figures (costs.contention) at which the simulated pipeline steps as long and
+    runs as fast as the measured one: the step's gang and the single threads beside it each run this much
+    slower than the scheduler's share while the cores are oversubscribed; and, given the throughput at
+    half the batch (half = (batch, samples/s)), the CPU a worker loses per batch beside the step (the
+    step's idle threads spin after it on the cores the workers need: a cost per step, not per sample).
+    One bisection each, in turns, as each figure depends mostly on its own observation."""
     from . import api
     eff = {"step": 1.0, "threads": 1.0}
 
-    def sim(e):
-        return api.simulate(scenario.replace(gpu={**scenario.gpu, "contention_efficiency": e}), suggest=False)
-    fits = (("step", lambda r: _loop_step_ms(r) > loop_step_ms),      # the step too slow: raise its efficiency
-            ("threads", lambda r: r.throughput < throughput))         # the pipeline too slow: raise the workers'
+    def sim(e, **changes):
+        return api.simulate(scenario.replace(gpu={**scenario.gpu, "contention_efficiency": e}, **changes),
+                            suggest=False)
+
+    def geometric(a, b):
+        return (a * b) ** 0.5
+
+    def arithmetic(a, b):
+        return (a + b) / 2
+    # (figure, start of the bisection toward which a too-slow simulation moves it, the other end, mean,
+    # too_slow(figures): the simulation runs slower than the measured pipeline)
+    fits = [("step", 0.1, 3.0, geometric, lambda e: _loop_step_ms(sim(e)) > loop_step_ms),
+            ("threads", 0.1, 3.0, geometric, lambda e: sim(e).throughput < throughput)]
+    if half:
+        eff["worker_ms_per_batch"] = 0.0
+        fits.append(("worker_ms_per_batch", 2e3 * half[0] / half[1], 0.0, arithmetic,   # up to two batches' time
+                     lambda e: sim(e, batch_size=half[0]).throughput < half[1]))
     for _ in range(3):
-        for key, too_slow in fits:
-            lo, hi = 0.1, 3.0
+        for key, lo, hi, mean, too_slow in fits:
             for _ in range(12):
-                mid = (lo * hi) ** 0.5
-                lo, hi = (mid, hi) if too_slow(sim({**eff, key: mid})) else (lo, mid)
-            eff[key] = round((lo * hi) ** 0.5, 3)
+                mid = mean(lo, hi)
+                lo, hi = (mid, hi) if too_slow({**eff, key: mid}) else (lo, mid)
+            eff[key] = round(mean(lo, hi), 3)
     return {**scenario.gpu, "contention_efficiency": eff}
 
 
@@ -484,9 +500,13 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     # The pipelines keep running between rounds, as in a training epoch (their workers wait with a full
     # prefetch queue), so that a round times them in their steady state, not a new worker's first batches.
     running = {"inproc": _batches(inproc), "user": _batches(_clone(loader, nw) if is_dataloader else loader)}
-    if on_host and is_dataloader and not nw and cores > 1:
+    shared_nw = nw or (1 if on_host and is_dataloader and cores > 1 else 0)
+    if shared_nw and not nw:
         # no workers beside the step in the user's run: run one, to see how they share the cores
         running["shared"] = _batches(_clone(loader, 1))
+    if on_host and is_dataloader and shared_nw and half < bs:
+        # and the shared run at half the batch: what sharing costs per step, not per sample
+        running["half"] = _batches(_clone(loader, shared_nw, half))
     figures, step_times = [], []
     for _ in range(rounds):
         f = {}
@@ -514,6 +534,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         if "shared" in running:
             shared = _run_pipeline(running["shared"], bs, synced, steps, warmup)
             f["shared_step_ms"], f["shared_throughput"] = shared["loop_step_ms"], shared["throughput"]
+        if "half" in running:
+            f["half_throughput"] = _run_pipeline(running["half"], half, synced, steps, warmup)["throughput"]
         figures.append(f)
     for it in running.values():
         it.close()   # shuts the workers down
@@ -570,7 +592,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     if on_host and (nw or "shared_step_ms" in med):   # a run shared the cores with workers: how well, measured
         shared = (nw, run["loop_step_ms"], run["throughput"]) if nw else \
             (1, med["shared_step_ms"], med["shared_throughput"])
-        dev = _fit_contention(base.replace(gpu=dev, loader_workers=shared[0]), *shared[1:])
+        dev = _fit_contention(base.replace(gpu=dev, loader_workers=shared[0]), *shared[1:],
+                              (half, med["half_throughput"]) if "half_throughput" in med else None)
     # the model of the pipeline beside the fastest run of it
     scenario = base.replace(gpu=dev)
     r = api.simulate(scenario, suggest=False)
@@ -579,7 +602,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         "batch_size": bs, "half_batch": half, "num_workers": nw, "cpu_cores": cores, "device": device,
         "load_ms": load_s * 1e3, "load1_ms": wall1 * 1e3, "io_ms_per_sample": io_s / bs * 1e3, "worker_ms": worker_s * 1e3,
         "worker_half_ms": med["worker_half_s"] and med["worker_half_s"] * 1e3, "handoff_ms_per_batch": per_batch_s * 1e3,
-        "receive_ms": receive_s * 1e3, "spin_ms": med["spin_s"] * 1e3, "step_ms": step_s * 1e3,
+        "half_throughput": med.get("half_throughput"), "receive_ms": receive_s * 1e3, "spin_ms": med["spin_s"] * 1e3, "step_ms": step_s * 1e3,
         "half_step_ms": half_s * 1e3,
         "double_step_ms": med["double_s"] * 1e3 if on_host else None, "step_cv": cv,
         "step_threads": dev.get("host_threads", 0), "step_cores": step_cores, "kernels": int(

@@ -334,7 +334,9 @@ def demands(m: Machine) -> Demands:
         read_s=transfer + miss * lat,
         preprocess_s=m.batch * m.preprocess_ms / 1e3 / s.cpu_speed,
         handoff_s=(m.batch * float(m.workload.get("handoff_ms_per_sample", 0.0)) +
-                   float(m.workload.get("handoff_ms_per_batch", 0.0))) / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
+                   float(m.workload.get("handoff_ms_per_batch", 0.0)) +
+                   float(m.device.get("contention_efficiency", {}).get("worker_ms_per_batch", 0.0)))
+        / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
         receive_s=float(m.workload.get("receive_ms_per_batch", 0.0)) / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
         copy_s=m.batch * m.device_bytes / (m.link_gbs * 1e9 * factor),
         step=step_cost(m),

@@ -112,6 +112,8 @@ def test_calibration_of_a_real_pipeline(rounds):
     assert m["step_ms"] > m["half_step_ms"] > 0 and m["worker_ms"] > 0 and m["throughput"] > 0
     assert "pipeline throughput" in cal.report()
     assert 0.1 < m["contention"]["step"] < 3 and 0.1 < m["contention"]["threads"] < 3   # fitted beside 1 worker
+    # and, from the run at half the batch, what a worker loses per batch beside the step: at most two batches
+    assert 0 <= m["contention"]["worker_ms_per_batch"] <= 2e3 * m["half_batch"] / m["half_throughput"]
     # the worker's hand-off, split by its two batch sizes into a cost per batch and one per sample
     w, bs = cal.scenario.workload, m["batch_size"]
     assert m["worker_half_ms"] > 0 and 0 <= w["handoff_ms_per_batch"] == m["handoff_ms_per_batch"]
@@ -178,7 +180,7 @@ def test_a_loader_without_workers_is_also_run_beside_one():
         with torch.no_grad():
             lin(batch[0])
     cal = jupyter_hwsim.calibrate(DataLoader(ds, batch_size=16), step, steps=5, warmup=1, rounds=1)
-    assert cal.measured["num_workers"] == 0 and set(cal.measured["contention"]) == {"step", "threads"}
+    assert cal.measured["num_workers"] == 0 and set(cal.measured["contention"]) == {"step", "threads", "worker_ms_per_batch"}
     assert simulate(cal.replace(loader_workers=2), suggest=False).throughput > 0
 
 

@@ -108,6 +108,12 @@ def test_a_workers_cost_per_batch_is_paid_once_per_batch():
         assert e.throughput == pytest.approx(r.throughput, rel=0.01)
     assert simulate(s.replace(loader_workers=0), suggest=False).throughput == pytest.approx(
         simulate(base.replace(loader_workers=0), suggest=False).throughput, rel=1e-3)   # no worker, no hand-off
+    # the CPU a worker loses per batch beside the step (calibrate fits it from a run at half the batch)
+    # is a cost per batch of the same kind, paid only where there are workers
+    lost = scenario(0.01, 1.0, 1, cores=4, efficiency={"worker_ms_per_batch": 8.0})
+    for workers in (0, 1):
+        assert simulate(lost.replace(loader_workers=workers), suggest=False).throughput == pytest.approx(
+            simulate(s.replace(loader_workers=workers), suggest=False).throughput, rel=1e-3)
 
 
 def test_gpu_pipelines_do_not_share_cores():

@@ -71,7 +71,7 @@ class Calibration:
              (f"; beside the workers the step runs at {m['contention']['step']:.2f} and they at "
               f"{m['contention']['threads']:.2f} of the scheduler's share" if m["contention"] else "") +
              (f", and a worker loses {m['contention']['worker_ms_per_batch']:.2f} ms per batch"
-              if m["contention"] and "worker_ms_per_batch" in m["contention"] else "")),
+              if "worker_ms_per_batch" in (m["contention"] or {}) else "")),
             ("step beside the workers", f"measured {m['loop_step_ms']:.2f} ms, simulated {p['loop_step_ms']:.2f} ms"),
             ("pipeline throughput", f"measured {m['throughput']:.1f}, simulated {p['throughput']:.1f} samples/s "
              f"({p['throughput'] / m['throughput'] - 1:+.1%})"),
@@ -437,26 +437,20 @@ def _fit_contention(scenario: Scenario, loop_step_ms: float, throughput: float, 
     def sim(e, **changes):
         return api.simulate(scenario.replace(gpu={**scenario.gpu, "contention_efficiency": e}, **changes),
                             suggest=False)
-
-    def geometric(a, b):
-        return (a * b) ** 0.5
-
-    def arithmetic(a, b):
-        return (a + b) / 2
     # (figure, start of the bisection toward which a too-slow simulation moves it, the other end, mean,
     # too_slow(figures): the simulation runs slower than the measured pipeline)
-    fits = [("step", 0.1, 3.0, geometric, lambda e: _loop_step_ms(sim(e)) > loop_step_ms),
-            ("threads", 0.1, 3.0, geometric, lambda e: sim(e).throughput < throughput)]
+    fits = [("step", 0.1, 3.0, statistics.geometric_mean, lambda e: _loop_step_ms(sim(e)) > loop_step_ms),
+            ("threads", 0.1, 3.0, statistics.geometric_mean, lambda e: sim(e).throughput < throughput)]
     if half:
         eff["worker_ms_per_batch"] = 0.0
-        fits.append(("worker_ms_per_batch", 2e3 * half[0] / half[1], 0.0, arithmetic,   # up to two batches' time
+        fits.append(("worker_ms_per_batch", 2e3 * half[0] / half[1], 0.0, statistics.fmean,   # up to two batches
                      lambda e: sim(e, batch_size=half[0]).throughput < half[1]))
     for _ in range(3):
         for key, lo, hi, mean, too_slow in fits:
             for _ in range(12):
-                mid = mean(lo, hi)
+                mid = mean((lo, hi))
                 lo, hi = (mid, hi) if too_slow({**eff, key: mid}) else (lo, mid)
-            eff[key] = round(mean(lo, hi), 3)
+            eff[key] = round(mean((lo, hi)), 3)
     return {**scenario.gpu, "contention_efficiency": eff}
 
 
@@ -602,7 +596,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         "batch_size": bs, "half_batch": half, "num_workers": nw, "cpu_cores": cores, "device": device,
         "load_ms": load_s * 1e3, "load1_ms": wall1 * 1e3, "io_ms_per_sample": io_s / bs * 1e3, "worker_ms": worker_s * 1e3,
         "worker_half_ms": med["worker_half_s"] and med["worker_half_s"] * 1e3, "handoff_ms_per_batch": per_batch_s * 1e3,
-        "half_throughput": med.get("half_throughput"), "receive_ms": receive_s * 1e3, "spin_ms": med["spin_s"] * 1e3, "step_ms": step_s * 1e3,
+        "half_throughput": med.get("half_throughput"), "receive_ms": receive_s * 1e3, "spin_ms": med["spin_s"] * 1e3,
+        "step_ms": step_s * 1e3,
         "half_step_ms": half_s * 1e3,
         "double_step_ms": med["double_s"] * 1e3 if on_host else None, "step_cv": cv,
         "step_threads": dev.get("host_threads", 0), "step_cores": step_cores, "kernels": int(

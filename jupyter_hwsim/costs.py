@@ -274,10 +274,16 @@ def coscheduled(cores: int, runnable: float, k: int, efficiency: float = 1.0) ->
     return min(1.0, factor * math.exp(log_comb(runnable - k, cores - k) - log_comb(runnable, cores)))
 
 
+def _contention_figures(m: Machine) -> dict:
+    """What calibrate measured of how a host device's step shares the cores with the threads beside it."""
+    return m.device.get("contention_efficiency", {})
+
+
 def contention(m: Machine) -> tuple[float, float]:
     """(step, thread) efficiencies of a host device's step gang and of the single threads beside it
-    (loader workers, the main process's receive) while the cores are oversubscribed; 1 unless measured."""
-    e = m.device.get("contention_efficiency", {})
+    (loader workers, the main process's receive) while the cores are oversubscribed; 1 unless measured.
+    The CPU a worker loses per batch beside the step is a hand-off cost (demands)."""
+    e = _contention_figures(m)
     return float(e.get("step", 1.0)), float(e.get("threads", 1.0))
 
 
@@ -335,7 +341,7 @@ def demands(m: Machine) -> Demands:
         preprocess_s=m.batch * m.preprocess_ms / 1e3 / s.cpu_speed,
         handoff_s=(m.batch * float(m.workload.get("handoff_ms_per_sample", 0.0)) +
                    float(m.workload.get("handoff_ms_per_batch", 0.0)) +
-                   float(m.device.get("contention_efficiency", {}).get("worker_ms_per_batch", 0.0)))
+                   float(_contention_figures(m).get("worker_ms_per_batch", 0.0)))
         / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
         receive_s=float(m.workload.get("receive_ms_per_batch", 0.0)) / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
         copy_s=m.batch * m.device_bytes / (m.link_gbs * 1e9 * factor),

@@ -22,6 +22,7 @@ def main():
         print(f"round {i + 1}: step x{m['contention']['step']:.2f}, workers x{m['contention']['threads']:.2f}, "
               f"worker hand-off {w['handoff_ms_per_batch']:.1f} ms/batch + {w['handoff_ms_per_sample']:.2f} ms/sample, "
               f"lost beside the step {m['contention'].get('worker_ms_per_batch', 0):.1f} ms/batch; "
+              f"its rounds {m['throughput_range'][0]:+.0%}..{m['throughput_range'][1]:+.0%}; "
               "errors " + " ".join(f"{bs}/{nw} {e:+.0%}" for (bs, nw), e in tc.round_errors(r).items()))
     print("| batch | workers | measured samples/s | predicted | raw error | drift-free error | bottleneck |\n"
           "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))

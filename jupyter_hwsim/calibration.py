@@ -74,7 +74,9 @@ class Calibration:
               if "worker_ms_per_batch" in (m["contention"] or {}) else "")),
             ("step beside the workers", f"measured {m['loop_step_ms']:.2f} ms, simulated {p['loop_step_ms']:.2f} ms"),
             ("pipeline throughput", f"measured {m['throughput']:.1f}, simulated {p['throughput']:.1f} samples/s "
-             f"({p['throughput'] / m['throughput'] - 1:+.1%})"),
+             f"({p['throughput'] / m['throughput'] - 1:+.1%})" +
+             (f"; its rounds ranged {m['throughput_range'][0]:+.0%} to {m['throughput_range'][1]:+.0%}, "
+              "noise that every prediction from it carries" if m["rounds"] > 1 else "")),
             ("main loop waiting for input", f"measured {m['wait_share']:.0%}, simulated {p['wait_share']:.0%}"),
             ("bottleneck (simulated)", p["bottleneck"]),
         ]
@@ -543,6 +545,9 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     io_s = max(0.0, wall1 - med["cpu1_s"])
     cv = statistics.pstdev(step_times) / statistics.mean(step_times)
     run = {k: med[k] for k in ("throughput", "wait_share", "loop_step_ms")}
+    # how far the rounds of the user's pipeline spread about their median: the noise on every figure
+    tp = [f["throughput"] for f in figures]
+    run["throughput_range"] = (min(tp) / run["throughput"] - 1, max(tp) / run["throughput"] - 1)
     per = {c: {k: (v / bs if k != "kernels" else v) for k, v in o.items()} for c, o in rec["ops"].items()}
     pin = bool(getattr(loader, "pin_memory", False))
     dev = _device_entry(device, sync, threads, cores)
@@ -608,7 +613,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         "copy_pinned_ms": pinned_s and pinned_s * 1e3, "pin_memory": pin,
         "device_gflops": dev["peak_tflops"]["fp32"] * 1e3, "per_op_us": dev["launch_overhead_us"],
         "contention": dev.get("contention_efficiency"),
-        **run,
+        "rounds": rounds, **run,
     }
     predicted = {"throughput": r.throughput, "wait_share": waited, "bottleneck": r.bottleneck,
                  "loop_step_ms": _loop_step_ms(r)}

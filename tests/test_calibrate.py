@@ -110,7 +110,7 @@ def test_calibration_of_a_real_pipeline(rounds):
     assert cal.scenario.kind == "training" and m["kernels"] > 10 and m["params"] == 6362
     assert m["step_threads"] == torch.get_num_threads()
     assert m["step_ms"] > m["half_step_ms"] > 0 and m["worker_ms"] > 0 and m["throughput"] > 0
-    assert "pipeline throughput" in cal.report()
+    assert "pipeline throughput" in cal.report() and "its rounds ranged" not in cal.report()   # one round
     assert 0.1 < m["contention"]["step"] < 3 and 0.1 < m["contention"]["threads"] < 3   # fitted beside 1 worker
     # and, from the run at half the batch, what a worker loses per batch beside the step: at most two batches
     assert 0 <= m["contention"]["worker_ms_per_batch"] <= 2e3 * m["half_batch"] / m["half_throughput"]
@@ -168,6 +168,10 @@ def test_any_iterable_with_batch_size_and_num_workers():
     assert cal.measured["contention"] is None     # no workers ran beside the step: nothing to fit
     assert "pipeline throughput" in cal.report()
     assert simulate(cal, suggest=False).throughput > 0
+    # the three rounds' spread about their median, in the report: the noise every figure carries
+    lo, hi = cal.measured["throughput_range"]
+    assert cal.measured["rounds"] == 3 and -1 < lo <= 0 <= hi
+    assert f"its rounds ranged {lo:+.0%} to {hi:+.0%}" in cal.report()
 
 
 def test_a_loader_without_workers_is_also_run_beside_one():

@@ -460,7 +460,9 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     """Measure `loader` (a torch DataLoader, or an iterable with batch_size and num_workers) and
     `step(batch)` on this machine; returns a Calibration whose .scenario reproduces them and whose
     .replace(loader_workers=4, gpu="a100", ...) asks what-ifs. Each of `rounds` rounds times `steps`
-    steps (after `warmup`) three ways and loads a few dozen batches: seconds, not minutes.
+    steps (after `warmup`) at three batch sizes and in up to three running pipelines, and loads a few
+    dozen batches: about half a minute for jupyter_hwsim.demo_pipeline on 2 cores (fewer rounds or
+    steps, less; noisier figures).
 
     A step that copies its batch to an accelerator (CUDA, ...) is timed with the device synchronized;
     the copy is timed on its own and becomes the host link, the rest of the step the device."""

@@ -5,7 +5,7 @@ utilization is X times its demand per batch (the utilization law).
 """
 from __future__ import annotations
 
-from .costs import contention, coscheduled, host_threads
+from .costs import contention, core_share, host_threads
 
 
 def steady_state(m, d) -> dict:
@@ -50,7 +50,7 @@ def steady_state(m, d) -> dict:
 def _shared_cores(m, d) -> dict:
     """A step on the host's own cores beside the loader workers: the fluid limit of the engine's
     processor sharing. Per batch the loop receives it (one thread, R) and steps (a gang of c threads,
-    S alone, stretched by costs.coscheduled); n workers spend W core-seconds on it meanwhile. If they are
+    S alone, stretched by costs.core_share); n workers spend W core-seconds on it meanwhile. If they are
     still busy when the step ends, the loop waits for them (loader-bound); else only k < n run on
     average, found where they produce one batch per loop cycle."""
     s, st = m.s, d.step
@@ -59,10 +59,10 @@ def _shared_cores(m, d) -> dict:
     step_eff, thread_eff = contention(m)
 
     def share(threads):
-        return coscheduled(cores, threads, 1, thread_eff) if threads else 1.0
+        return core_share(cores, threads, thread_eff) if threads else 1.0
 
     def cycle(k):   # (loop seconds, core-seconds the k workers get meanwhile)
-        t_r, t_s = R / share(k + 1), S / coscheduled(cores, k + c, c, step_eff)
+        t_r, t_s = R / share(k + 1), S / core_share(cores, k + c, step_eff)
         return t_r + t_s, k * (share(k + 1) * t_r + share(k + c) * t_s)
 
     loop_s, got = cycle(n)
@@ -81,7 +81,7 @@ def _shared_cores(m, d) -> dict:
                 "input_io": 0.0, "input_preprocess": 0.0, "host_copy": 0.0}
     gpu_time[cause] = waiting
     gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
-    core_s = W + R + c * min(1.0, cores / (k + c)) * S / coscheduled(cores, k + c, c, step_eff)
+    core_s = W + R + c * min(1.0, cores / (k + c)) * S / core_share(cores, k + c, step_eff)
     util = {"storage": x * d.storage_s, "cpu": min(1.0, x * core_s / cores), "host_link": x * d.copy_s,
             "gpu_busy": x * (st.compute_s + st.memory_s)}
     sat = {"loop": x * S, "io": x * d.storage_s, "cpu": k / n, "host_link": 0.0}

@@ -19,7 +19,7 @@ import time
 import numpy as np
 import simpy
 
-from .costs import contention, coscheduled, host_threads
+from .costs import contention, core_share, host_threads
 from .errors import HwsimError
 
 
@@ -40,13 +40,11 @@ class _Busy:
 class _SharedCores:
     """Cores shared fairly among the runnable threads, as the OS scheduler time-slices them.
 
-    A single thread runs at share = min(1, cores / threads runnable). A gang of k threads
-    that meet at a barrier after every operator (an OpenMP step of PyTorch on the CPU)
-    advances only while all k of them are among the threads on a core: costs.coscheduled
-    (one worker beside a 2-thread step on 2 cores: 1/3). Its waiting threads spin, so it
-    holds its cores all the same. While the cores are oversubscribed, each job's rate is also
-    scaled by its measured efficiency (costs.contention). Work is in seconds it would take with
-    every thread on a core of its own.
+    Every thread runs at share = min(1, cores / threads runnable), a gang of k threads (an OpenMP
+    step of PyTorch on the CPU) counting k (costs.core_share: one worker beside a 2-thread step on
+    2 cores: 2/3). While the cores are oversubscribed, each job's rate is also scaled by its
+    measured efficiency (costs.contention). Work is in seconds it would take with every thread on a
+    core of its own.
     """
 
     def __init__(self, env, cores: int, busy: "_Busy"):
@@ -65,7 +63,7 @@ class _SharedCores:
 
     def _rates(self):
         total = sum(j[1] for j in self.jobs)
-        return total, [coscheduled(self.cores, total, j[1], j[3]) for j in self.jobs]
+        return total, [core_share(self.cores, total, j[3]) for j in self.jobs]
 
     def _advance(self):
         now = self.env.now

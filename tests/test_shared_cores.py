@@ -1,13 +1,11 @@
 """A device on the host's own cores: its step's threads share the cores with the loader workers.
 
-Closed forms: the co-scheduling chance of a gang, processor sharing of one core, and the
+Closed forms: the fair share of the cores, processor sharing of one core and of two, and the
 analytic twin against the engine over a grid of pipelines."""
-import math
-
 import pytest
 
 from jupyter_hwsim import Scenario, estimate, simulate
-from jupyter_hwsim.costs import coscheduled
+from jupyter_hwsim.costs import core_share
 
 HOST = {"name": "test CPU", "memory_gb": 16, "memory_bandwidth_gbs": 1e6, "peak_tflops": {"fp32": 1.0},
         "parallel_units": 2, "tile": 16, "compute_efficiency": 1.0, "memory_efficiency": 1.0,
@@ -31,16 +29,15 @@ def scenario(step_ms, pre_ms, workers, cores=2, threads=2, efficiency=None, **kw
                     jitter_cv=0.0, steps=300, host_link={"name": "none", "bandwidth_gbs": 1e4})
 
 
-def test_coscheduling_chance():
-    assert coscheduled(2, 2, 2) == 1.0                      # nothing else runs
-    assert coscheduled(2, 3, 1) == pytest.approx(2 / 3)     # one thread: the fair share
-    assert coscheduled(2, 3, 2) == pytest.approx(1 / 3)     # pairs rotate: (s1,s2) (s1,w) (s2,w)
-    assert coscheduled(2, 4, 2) == pytest.approx(1 / 6)     # one pair of the six
-    assert coscheduled(4, 6, 2) == pytest.approx(math.comb(4, 2) / math.comb(6, 4))
-    assert 1 / 3 < coscheduled(2, 2.5, 2) < 1               # fractional T lies between its neighbours
-    assert coscheduled(2, 3, 2, 0.6) == pytest.approx(0.2)  # a measured efficiency scales the share
-    assert coscheduled(2, 2, 2, 0.6) == 1.0                 # only while the cores are oversubscribed
-    assert coscheduled(2, 3, 1, 2.0) == 1.0                 # and never beyond a core per thread
+def test_fair_share():
+    assert core_share(2, 2) == 1.0                        # nothing else runs
+    assert core_share(2, 3) == pytest.approx(2 / 3)       # a 2-thread step beside one worker, and the worker
+    assert core_share(2, 4) == pytest.approx(1 / 2)       # beside two
+    assert core_share(4, 6) == pytest.approx(2 / 3)
+    assert 2 / 3 < core_share(2, 2.5) < 1                 # fractional T lies between its neighbours
+    assert core_share(2, 3, 0.6) == pytest.approx(0.4)    # a measured efficiency scales the share
+    assert core_share(2, 2, 0.6) == 1.0                   # only while the cores are oversubscribed
+    assert core_share(2, 3, 2.0) == 1.0                   # and never beyond a core per thread
 
 
 def test_no_workers_is_serial():
@@ -57,11 +54,11 @@ def test_one_core_shared_by_a_worker_and_a_one_thread_step():
 
 
 def test_a_worker_beside_a_two_thread_step_on_two_cores():
-    """The worker-bound closed form: while the step runs (a third of the time it is scheduled) the
-    worker gets 2/3 of a core; the rest of its batch it does alone."""
+    """The worker-bound closed form: while the step runs (at 2/3 of its speed alone) the worker gets
+    2/3 of a core; the rest of its batch it does alone."""
     step, pre = 0.5, 2.0   # ms per sample
     s_ms, w_ms = 16 * step, 16 * pre
-    t_step = s_ms / (1 / 3)
+    t_step = s_ms / (2 / 3)
     left = w_ms - (2 / 3) * t_step
     assert left > 0
     expect = 16 / ((t_step + left) / 1e3)
@@ -73,7 +70,7 @@ def test_a_worker_beside_a_two_thread_step_on_two_cores():
 def test_measured_efficiencies_in_the_closed_form():
     """The worker-bound closed form again, with the step at 0.6 and the worker at 0.8 of their shares."""
     step, pre = 0.5, 2.0
-    t_step = 16 * step / (0.6 / 3)
+    t_step = 16 * step / (0.6 * 2 / 3)
     left = (16 * pre - 0.8 * (2 / 3) * t_step)
     assert left > 0
     r = simulate(scenario(step, pre, 1, efficiency={"step": 0.6, "threads": 0.8}), suggest=False)

@@ -59,7 +59,7 @@ def _shared_cores(m, d) -> dict:
     step_eff, thread_eff = contention(m)
 
     def share(threads):
-        return core_share(cores, threads, thread_eff) if threads else 1.0
+        return core_share(cores, threads, thread_eff)
 
     def cycle(k):   # (loop seconds, core-seconds the k workers get meanwhile)
         t_r, t_s = R / share(k + 1), S / core_share(cores, k + c, step_eff)
@@ -81,7 +81,7 @@ def _shared_cores(m, d) -> dict:
                 "input_io": 0.0, "input_preprocess": 0.0, "host_copy": 0.0}
     gpu_time[cause] = waiting
     gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
-    core_s = W + R + c * min(1.0, cores / (k + c)) * S / core_share(cores, k + c, step_eff)
+    core_s = W + R + c * core_share(cores, k + c) * S / core_share(cores, k + c, step_eff)
     util = {"storage": x * d.storage_s, "cpu": min(1.0, x * core_s / cores), "host_link": x * d.copy_s,
             "gpu_busy": x * (st.compute_s + st.memory_s)}
     sat = {"loop": x * S, "io": x * d.storage_s, "cpu": k / n, "host_link": 0.0}

@@ -48,7 +48,9 @@ class Calibration:
         m, p = self.measured, self.predicted
         rows = [
             ("batch size / loader workers / cores", f"{m['batch_size']} / {m['num_workers']} / {m['cpu_cores']}"),
-            ("load a batch in the main process", f"{m['load_ms']:.2f} ms ({m['io_ms_per_sample']:.3f} ms/sample I/O wait)"),
+            ("load a batch in the main process", f"{m['load_ms']:.2f} ms ({m['io_ms_per_sample']:.3f} ms/sample I/O wait" +
+             (f"; {m['preprocess_ms_per_batch']:.2f} ms of it per batch whatever its size, from "
+              f"{m['load_half_ms']:.2f} ms at batch {m['half_batch']})" if m["load_half_ms"] is not None else ")")),
             ("load a batch on one thread / in a worker", f"{m['load1_ms']:.2f} ms / {m['worker_ms']:.2f} ms, "
              f"then {m['receive_ms']:.2f} ms to take it"),
             (f"step at batch {m['batch_size']} / {m['half_batch']}" + (f" / {2 * m['batch_size']}" if m["double_step_ms"] else ""),
@@ -498,6 +500,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     # The pipelines keep running between rounds, as in a training epoch (their workers wait with a full
     # prefetch queue), so that a round times them in their steady state, not a new worker's first batches.
     running = {"inproc": _batches(inproc), "user": _batches(_clone(loader, nw) if is_dataloader else loader)}
+    if is_dataloader and half < bs:   # loading in the main process at half the batch: its cost per batch
+        running["inproc_half"] = _batches(_clone(loader, 0, half))
     shared_nw = nw or (1 if on_host and is_dataloader and cores > 1 else 0)
     if shared_nw and not nw:
         # no workers beside the step in the user's run: run one, to see how they share the cores
@@ -510,6 +514,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         f = {}
         # loading in the main process as num_workers=0 does it: between steps
         f["load_s"] = _run_pipeline(running["inproc"], bs, synced, n_load, 1)["loop_wait_ms"] / 1e3
+        f["load_half_s"] = _run_pipeline(running["inproc_half"], half, synced, n_load, 1)["loop_wait_ms"] / 1e3 \
+            if "inproc_half" in running else None
         # the step on a batch in memory, at the batch size, at half of it and (on the CPU) at twice it
         (f["step_s"], *rest), f["step_cores"], walls = _time_steps(synced, batches, steps)
         f["half_s"] = rest[0] if half < bs else f["step_s"]
@@ -541,10 +547,15 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     load_s, step_s, half_s, wall1 = med["load_s"], med["step_s"], med["half_s"], med["load1_s"]
     worker_s, receive_s, step_cores = med["worker_s"], med["receive_s"], med["step_cores"]
     handoff_s = max(0.0, worker_s - wall1)
-    # the worker's fixed cost per batch: where the line through its two batch sizes meets zero
-    per_batch_s = 0.0 if med["worker_half_s"] is None else \
-        min(handoff_s, max(0.0, _line([(half, med["worker_half_s"]), (bs, worker_s)])[0]))
     io_s = max(0.0, wall1 - med["cpu1_s"])
+    # loading's cost per batch whatever its size (the sampler, fetching, collating): where the line through
+    # its two batch sizes meets zero; the per-sample rest is decoding and augmenting
+    prep_s = max(0.0, load_s - io_s)
+    prep_batch_s = 0.0 if med["load_half_s"] is None else \
+        min(prep_s, max(0.0, _line([(half, med["load_half_s"] - io_s * half / bs), (bs, load_s - io_s)])[0]))
+    # and the worker's, beyond it (queues, shared memory)
+    per_batch_s = 0.0 if med["worker_half_s"] is None else \
+        min(handoff_s, max(0.0, _line([(half, med["worker_half_s"]), (bs, worker_s)])[0] - prep_batch_s))
     cv = statistics.pstdev(step_times) / statistics.mean(step_times)
     run = {k: med[k] for k in ("throughput", "wait_share", "loop_step_ms")}
     # how far the rounds of the user's pipeline spread about their median: the noise on every figure
@@ -572,7 +583,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         "matmul": per["matmul"], "other": per["other"],
         "device_bytes_per_sample": (_batch_bytes(batch) if on_host else h2d) / bs,
         "input_bytes_per_sample": 1.0,
-        "preprocess_ms_per_sample": max(0.0, load_s - io_s) / bs * 1e3,
+        "preprocess_ms_per_sample": (prep_s - prep_batch_s) / bs * 1e3,
+        "preprocess_ms_per_batch": prep_batch_s * 1e3,
         "handoff_ms_per_sample": (handoff_s - per_batch_s) / bs * 1e3,
         "handoff_ms_per_batch": per_batch_s * 1e3,
         "receive_ms_per_batch": receive_s * 1e3,
@@ -601,7 +613,8 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     waited = 1.0 - _loop_step_ms(r) / 1e3 * r.throughput / bs
     measured = {
         "batch_size": bs, "half_batch": half, "num_workers": nw, "cpu_cores": cores, "device": device,
-        "load_ms": load_s * 1e3, "load1_ms": wall1 * 1e3, "io_ms_per_sample": io_s / bs * 1e3, "worker_ms": worker_s * 1e3,
+        "load_ms": load_s * 1e3, "load_half_ms": med["load_half_s"] and med["load_half_s"] * 1e3,
+        "preprocess_ms_per_batch": prep_batch_s * 1e3, "load1_ms": wall1 * 1e3, "io_ms_per_sample": io_s / bs * 1e3, "worker_ms": worker_s * 1e3,
         "worker_half_ms": med["worker_half_s"] and med["worker_half_s"] * 1e3, "handoff_ms_per_batch": per_batch_s * 1e3,
         "half_throughput": med.get("half_throughput"), "receive_ms": receive_s * 1e3, "spin_ms": med["spin_s"] * 1e3,
         "step_ms": step_s * 1e3,

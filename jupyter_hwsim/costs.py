@@ -319,7 +319,7 @@ class Demands:
     """Seconds of each resource one batch needs (service demands of the bottleneck law)."""
     storage_s: float        # storage device busy
     read_s: float           # a worker's wall time reading its batch (device + latency in flight)
-    preprocess_s: float     # core-seconds of decode/augment/collate
+    preprocess_s: float     # core-seconds of decode/augment/collate (per sample, and per batch: sampler, collate)
     handoff_s: float        # core-seconds a worker spends handing a batch over (shared memory per byte, IPC per batch)
     receive_s: float        # main-process core-seconds to take a batch from a worker
     copy_s: float           # host link busy
@@ -337,7 +337,8 @@ def demands(m: Machine) -> Demands:
     return Demands(
         storage_s=transfer + miss * lat / m.storage_concurrency,
         read_s=transfer + miss * lat,
-        preprocess_s=m.batch * m.preprocess_ms / 1e3 / s.cpu_speed,
+        preprocess_s=(m.batch * m.preprocess_ms + float(m.workload.get("preprocess_ms_per_batch", 0.0)))
+        / 1e3 / s.cpu_speed,
         handoff_s=(m.batch * float(m.workload.get("handoff_ms_per_sample", 0.0)) +
                    float(m.workload.get("handoff_ms_per_batch", 0.0)) +
                    float(_contention_figures(m).get("worker_ms_per_batch", 0.0)))

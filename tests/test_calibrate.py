@@ -189,6 +189,37 @@ def test_a_loader_without_workers_is_also_run_beside_one():
     assert simulate(cal.replace(loader_workers=2), suggest=False).throughput > 0
 
 
+COLLATE_MS = 20.0
+
+
+def slow_collate(items):
+    """Collating that costs COLLATE_MS of CPU per batch whatever its size (as padding a batch of text does)."""
+    t = time.perf_counter()
+    while time.perf_counter() - t < COLLATE_MS / 1e3:
+        pass
+    return torch.utils.data.default_collate(items)
+
+
+def test_a_cost_per_batch_in_loading_is_measured_per_batch():
+    """Loading timed at the batch and at half of it splits into a cost per batch and one per sample, so that
+    a smaller batch is predicted to load at more per sample; a worker's hand-off does not count it again."""
+    ds = torch.utils.data.TensorDataset(torch.randn(256, 64), torch.randint(0, 4, (256,)))
+    lin = torch.nn.Linear(64, 4)
+
+    def step(batch):
+        with torch.no_grad():
+            lin(batch[0])
+    cal = jupyter_hwsim.calibrate(DataLoader(ds, batch_size=16, collate_fn=slow_collate), step, steps=5, warmup=1)
+    w, m = cal.scenario.workload, cal.measured
+    assert w["preprocess_ms_per_batch"] == m["preprocess_ms_per_batch"] == pytest.approx(COLLATE_MS, rel=0.25)
+    assert w["preprocess_ms_per_sample"] * 16 < 0.25 * COLLATE_MS
+    assert w["handoff_ms_per_batch"] < 0.5 * COLLATE_MS
+    assert f"{m['preprocess_ms_per_batch']:.2f} ms of it per batch whatever its size" in cal.report()
+    # half the batch loads at almost twice the time per sample: the collate is paid per batch
+    full, half = (simulate(cal.replace(batch_size=b, loader_workers=0), suggest=False).throughput for b in (16, 8))
+    assert half < 0.7 * full
+
+
 @pytest.mark.parametrize("args,field", [
     ((object(), len), "loader"),
     ((type("NoSize", (), {"__iter__": lambda s: iter([]), "batch_size": None, "num_workers": 0})(), len),

@@ -19,7 +19,7 @@ def main():
         rows, errors = tc.table(rounds)
     for i, r in enumerate(rounds):   # what each round's calibration fitted, and its own drift-free errors
         m, w = r["cal"].measured, r["cal"].scenario.workload
-        print(f"round {i + 1}: step x{m['contention']['step']:.2f}, workers x{m['contention']['threads']:.2f}, "
+        print(f"round {i + 1}: step x{m['contention']['step']:.2f}, "
               f"worker hand-off {w['handoff_ms_per_batch']:.1f} ms/batch + {w['handoff_ms_per_sample']:.2f} ms/sample, "
               f"lost beside the step {m['contention'].get('worker_ms_per_batch', 0):.1f} ms/batch; "
               f"its rounds {m['throughput_range'][0]:+.0%}..{m['throughput_range'][1]:+.0%}; "

@@ -18,6 +18,7 @@ share the cores with the loader workers (see engine._SharedCores). PyTorch is im
 """
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import time
@@ -70,10 +71,8 @@ class Calibration:
             ("memory bandwidth", f"{m['memory_bandwidth_gbs']:.1f} GB/s (" +
              ("a NumPy copy)" if m["device"] == "cpu" else f"a copy on {m['device']})")),
             ("fitted device", f"{m['device_gflops']:.1f} GFLOP/s, {m['per_op_us']:.1f} us per operator" +
-             (f"; beside the workers the step runs at {m['contention']['step']:.2f} and they at "
-              f"{m['contention']['threads']:.2f} of the scheduler's share" if m["contention"] else "") +
-             (f", and a worker loses {m['contention']['worker_ms_per_batch']:.2f} ms per batch"
-              if "worker_ms_per_batch" in (m["contention"] or {}) else "")),
+             (f"; beside the workers the step runs at {m['contention']['step']:.2f} of its fair share of the cores "
+              f"and a worker loses {m['contention']['worker_ms_per_batch']:.2f} ms per batch" if m["contention"] else "")),
             ("step beside the workers", f"measured {m['loop_step_ms']:.2f} ms, simulated {p['loop_step_ms']:.2f} ms"),
             ("pipeline throughput", f"measured {m['throughput']:.1f}, simulated {p['throughput']:.1f} samples/s "
              f"({p['throughput'] / m['throughput'] - 1:+.1%})" +
@@ -430,30 +429,32 @@ def _loop_step_ms(r) -> float:
 
 def _fit_contention(scenario: Scenario, loop_step_ms: float, throughput: float, half=None) -> dict:
     """The device with the figures (costs.contention) at which the simulated pipeline steps as long and
-    runs as fast as the measured one: the step's gang and the single threads beside it each run this much
-    slower than the scheduler's share while the cores are oversubscribed; and, given the throughput at
-    half the batch (half = (batch, samples/s)), the CPU a worker loses per batch beside the step (the
-    step's idle threads spin after it on the cores the workers need: a cost per step, not per sample).
-    One bisection each, in turns, as each figure depends mostly on its own observation."""
+    runs as fast as the measured one: the step's gang runs this much slower than its fair share while the
+    cores are oversubscribed, and a worker loses this much CPU per batch beside the step (the step's idle
+    threads spin after it on the cores the workers need: a cost per step, not per sample). The workers keep
+    their fair share: a factor on it, fitted as well, traded against the cost per batch from round to round
+    and scattered the predictions more (docs/calibration.md, "One figure fewer").
+    The cost per batch is fitted to the run at the batch and, given (half batch, samples/s), at half of it
+    together (the sum of the log errors), one bisection each, in turns."""
     from . import api
-    eff = {"step": 1.0, "threads": 1.0}
+    eff = {"step": 1.0, "worker_ms_per_batch": 0.0}
+    runs = [({}, throughput)] + ([({"batch_size": half[0]}, half[1])] if half else [])
 
     def sim(e, **changes):
         return api.simulate(scenario.replace(gpu={**scenario.gpu, "contention_efficiency": e}, **changes),
                             suggest=False)
-    # (figure, start of the bisection toward which a too-slow simulation moves it, the other end, mean,
-    # too_slow(figures): the simulation runs slower than the measured pipeline)
+
+    def too_slow(e):   # the simulation runs slower than the measured pipeline, over its runs together
+        return sum(math.log(sim(e, **changes).throughput / measured) for changes, measured in runs) < 0
+    small = half or (scenario.batch_size, throughput)   # (batch, samples/s) of the run at the smaller batch
+    # (figure, start of the bisection toward which a too-slow simulation moves it, the other end, mean, too_slow)
     fits = [("step", 0.1, 3.0, statistics.geometric_mean, lambda e: _loop_step_ms(sim(e)) > loop_step_ms),
-            ("threads", 0.1, 3.0, statistics.geometric_mean, lambda e: sim(e).throughput < throughput)]
-    if half:
-        eff["worker_ms_per_batch"] = 0.0
-        fits.append(("worker_ms_per_batch", 2e3 * half[0] / half[1], 0.0, statistics.fmean,   # up to two batches
-                     lambda e: sim(e, batch_size=half[0]).throughput < half[1]))
+            ("worker_ms_per_batch", 2e3 * small[0] / small[1], 0.0, statistics.fmean, too_slow)]   # up to 2 batches
     for _ in range(3):
-        for key, lo, hi, mean, too_slow in fits:
+        for key, lo, hi, mean, slower in fits:
             for _ in range(12):
                 mid = mean((lo, hi))
-                lo, hi = (mid, hi) if too_slow({**eff, key: mid}) else (lo, mid)
+                lo, hi = (mid, hi) if slower({**eff, key: mid}) else (lo, mid)
             eff[key] = round(mean((lo, hi)), 3)
     return {**scenario.gpu, "contention_efficiency": eff}
 

@@ -97,9 +97,9 @@ def table(rounds) -> tuple[list, list]:
 @pytest.fixture(scope="module")
 def rounds(images):
     """One short round: what calibrate records and that every point is predicted and measured. The
-    within-20% comparison is benchmarks/bench_calibrate.py: it passed 12 of 13 runs, but in this VM's
-    fast state the model under-predicts batch 64 with 2 workers by 8-22%, so a gate on it would fail
-    on that bias, not on a regression (docs/calibration.md)."""
+    within-20% comparison is benchmarks/bench_calibrate.py: over sixteen rounds its medians are within 8%
+    at every point, but single rounds scatter by 8-11% with this VM's speed, and a run of four rounds
+    would miss somewhere about one time in twelve: a gate on noise, not on regressions (docs/calibration.md)."""
     return run_rounds(images, 1, cycles=1, seconds=0.6, cal_rounds=1)
 
 
@@ -111,15 +111,15 @@ def test_calibration_of_a_real_pipeline(rounds):
     assert m["step_threads"] == torch.get_num_threads()
     assert m["step_ms"] > m["half_step_ms"] > 0 and m["worker_ms"] > 0 and m["throughput"] > 0
     assert "pipeline throughput" in cal.report() and "its rounds ranged" not in cal.report()   # one round
-    assert 0.1 < m["contention"]["step"] < 3 and 0.1 < m["contention"]["threads"] < 3   # fitted beside 1 worker
-    # and, from the run at half the batch, what a worker loses per batch beside the step: at most two batches
+    assert 0.1 < m["contention"]["step"] < 3   # fitted beside 1 worker
+    # and, from the runs at the batch and at half of it, what a worker loses per batch beside the step
     assert 0 <= m["contention"]["worker_ms_per_batch"] <= 2e3 * m["half_batch"] / m["half_throughput"]
     # the worker's hand-off, split by its two batch sizes into a cost per batch and one per sample
     w, bs = cal.scenario.workload, m["batch_size"]
     assert m["worker_half_ms"] > 0 and 0 <= w["handoff_ms_per_batch"] == m["handoff_ms_per_batch"]
     assert w["handoff_ms_per_sample"] >= 0 and w["handoff_ms_per_sample"] * bs + w["handoff_ms_per_batch"] == \
         pytest.approx(max(0.0, m["worker_ms"] - m["load1_ms"]))
-    assert "of the scheduler's share" in cal.report()
+    assert "of its fair share of the cores and a worker loses" in cal.report()
     assert m["spin_ms"] >= 0 and "the step's threads after it" in cal.report()
     rows, errors = table(rounds)
     assert len(rows) == len(errors) == len(PREDICT)
@@ -185,7 +185,7 @@ def test_a_loader_without_workers_is_also_run_beside_one():
             lin(batch[0])
     cal = jupyter_hwsim.calibrate(DataLoader(ds, batch_size=16), step, steps=5, warmup=1, rounds=1)
     assert cal.measured["num_workers"] == 0
-    assert set(cal.measured["contention"]) == {"step", "threads", "worker_ms_per_batch"}
+    assert set(cal.measured["contention"]) == {"step", "worker_ms_per_batch"}
     assert simulate(cal.replace(loader_workers=2), suggest=False).throughput > 0
 
 

@@ -433,7 +433,7 @@ def _fit_contention(scenario: Scenario, loop_step_ms: float, throughput: float, 
     cores are oversubscribed, and a worker loses this much CPU per batch beside the step (the step's idle
     threads spin after it on the cores the workers need: a cost per step, not per sample). The workers keep
     their fair share: a factor on it, fitted as well, traded against the cost per batch from round to round
-    and scattered the predictions more (docs/calibration.md, "One figure fewer").
+    and predicted no better (docs/calibration.md, "One figure fewer").
     The cost per batch is fitted to the run at the batch and, given (half batch, samples/s), at half of it
     together (the sum of the log errors), one bisection each, in turns."""
     from . import api

@@ -553,7 +553,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     # its two batch sizes meets zero; the per-sample rest is decoding and augmenting
     prep_s = max(0.0, load_s - io_s)
     prep_batch_s = 0.0 if med["load_half_s"] is None else \
-        min(prep_s, max(0.0, _line([(half, med["load_half_s"] - io_s * half / bs), (bs, load_s - io_s)])[0]))
+        min(prep_s, max(0.0, _line([(half, med["load_half_s"] - io_s * half / bs), (bs, prep_s)])[0]))
     # and the worker's, beyond it (queues, shared memory)
     per_batch_s = 0.0 if med["worker_half_s"] is None else \
         min(handoff_s, max(0.0, _line([(half, med["worker_half_s"]), (bs, worker_s)])[0] - prep_batch_s))

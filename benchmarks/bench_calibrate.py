@@ -1,8 +1,9 @@
 """Calibration accuracy: calibrate the JPEG + CNN pipeline of tests/test_calibrate.py at batch 32 with
 1 worker, predict batches 16 and 64 at 0, 1 and 2 workers, and measure them in turns with the
-calibration point (8 rounds, the medians kept; see tests/test_calibrate.run_rounds for why in turns).
-Run: python benchmarks/bench_calibrate.py (about 9 minutes; needs torch and pillow; exits 1 if a point
-misses by 20% or more: with this VM's noise, about one run in seventy-five; with 4 rounds, one in eighteen)."""
+calibration point (4 rounds of 1.2 s bursts, the medians kept; see tests/test_calibrate.run_rounds for why in
+turns): the comparison tests/test_calibrate.py makes, with what each round fitted.
+Run: python benchmarks/bench_calibrate.py (about 5 minutes; needs torch and pillow; exits 1 if a point
+misses by 20% or more)."""
 import pathlib
 import statistics
 import sys

@@ -1,7 +1,7 @@
 """calibrate() on a real PyTorch pipeline (jupyter_hwsim.demo_pipeline): JPEG files written at test
-time, decoded and augmented in __getitem__, a small CNN trained on the CPU. benchmarks/bench_calibrate.py
-uses the same pipeline to compare the predictions at num_workers 0, 1, 2 and two other batch sizes
-with measurements.
+time, decoded and augmented in __getitem__, a small CNN trained on the CPU, calibrated at batch 32 with
+one worker and compared with measurements at num_workers 0, 1, 2 and batches 16 and 64 (within 20% each;
+benchmarks/bench_calibrate.py runs the same comparison on its own and prints what each round fitted).
 
 On this 2-core machine the step's two OpenMP threads and the loader workers compete for the cores,
 which is what makes it hard: a worker beside the step slows it 3-4x (see engine._SharedCores)."""
@@ -22,7 +22,7 @@ from jupyter_hwsim.demo_pipeline import loader, make_step, write_images
 
 CALIBRATE_AT = dict(batch_size=32, num_workers=1)
 PREDICT = [(bs, nw) for bs in (16, 64) for nw in (0, 1, 2)]
-ROUNDS = 8   # the benchmark's (docs/calibration.md, "One figure fewer")
+ROUNDS = 4   # of 1.2 s bursts; docs/calibration.md, "A test again"
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +42,7 @@ def measure(it, step, bs, seconds=1.5, batches=8):
     return n / (time.perf_counter() - t0)
 
 
-def run_rounds(ds, n_rounds=ROUNDS, cycles=4, seconds=0.6, cal_rounds=5):
+def run_rounds(ds, n_rounds=ROUNDS, cycles=4, seconds=1.2, cal_rounds=5):
     """n_rounds rounds of: calibrate at CALIBRATE_AT, predict every PREDICT point, then measure the
     calibration point and every PREDICT point in turns, a burst of `seconds` each, `cycles` times.
 
@@ -96,11 +96,8 @@ def table(rounds) -> tuple[list, list]:
 
 @pytest.fixture(scope="module")
 def rounds(images):
-    """One short round: what calibrate records and that every point is predicted and measured. The
-    within-20% comparison is benchmarks/bench_calibrate.py: over twenty-four rounds its medians are within
-    6% at every point, but single rounds scatter by 8-13% with this VM's speed, and a run of four rounds
-    would miss somewhere about one time in eighteen: a gate on noise, not on regressions (docs/calibration.md)."""
-    return run_rounds(images, 1, cycles=1, seconds=0.6, cal_rounds=1)
+    """The comparison's rounds (about five minutes): calibrate, predict, measure in turns."""
+    return run_rounds(images)
 
 
 def test_calibration_of_a_real_pipeline(rounds):
@@ -110,7 +107,8 @@ def test_calibration_of_a_real_pipeline(rounds):
     assert cal.scenario.kind == "training" and m["kernels"] > 10 and m["params"] == 6362
     assert m["step_threads"] == torch.get_num_threads()
     assert m["step_ms"] > m["half_step_ms"] > 0 and m["worker_ms"] > 0 and m["throughput"] > 0
-    assert "pipeline throughput" in cal.report() and "its rounds ranged" not in cal.report()   # one round
+    lo, hi = m["throughput_range"]   # five rounds of the pipeline in calibrate, and their spread in the report
+    assert m["rounds"] == 5 and f"its rounds ranged {lo:+.0%} to {hi:+.0%}" in cal.report()
     assert 0.1 < m["contention"]["step"] < 3   # fitted beside 1 worker
     # and, from the runs at the batch and at half of it, what a worker loses per batch beside the step
     assert 0 <= m["contention"]["worker_ms_per_batch"] <= 2e3 * m["half_batch"] / m["half_throughput"]
@@ -121,11 +119,19 @@ def test_calibration_of_a_real_pipeline(rounds):
         pytest.approx(max(0.0, m["worker_ms"] - m["load1_ms"]))
     assert "of its fair share of the cores and a worker loses" in cal.report()
     assert m["spin_ms"] >= 0 and "the step's threads after it" in cal.report()
+
+
+def test_predictions_within_20_percent(rounds, capsys):
+    """Calibrated at batch 32 with 1 worker, the predicted throughput at 0, 1 and 2 workers and batches 16
+    and 64 is within 20% of the measured (drift-free: see table). Over seven runs the largest error was
+    7.6-15.2%, batch 64 with 2 workers the closest to the edge (docs/calibration.md, "A test again")."""
     rows, errors = table(rounds)
-    assert len(rows) == len(errors) == len(PREDICT)
+    with capsys.disabled():
+        print("\n| batch | workers | measured samples/s | predicted | raw error | drift-free error | bottleneck |\n"
+              "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))
     for p in PREDICT:
-        predicted, measured = rounds[0]["pred"][p], rounds[0]["meas"][p]
-        assert predicted.throughput > 0 and min(measured) > 0 and predicted.bottleneck in ("cpu", "compute")
+        assert rounds[0]["pred"][p].bottleneck in ("cpu", "compute")
+    assert max(errors) < 0.20, rows
 
 
 def test_whatif_on_a_catalogue_gpu(rounds):
@@ -186,6 +192,7 @@ def test_a_loader_without_workers_is_also_run_beside_one():
     cal = jupyter_hwsim.calibrate(DataLoader(ds, batch_size=16), step, steps=5, warmup=1, rounds=1)
     assert cal.measured["num_workers"] == 0
     assert set(cal.measured["contention"]) == {"step", "worker_ms_per_batch"}
+    assert "its rounds ranged" not in cal.report()   # one round has no spread to report
     assert simulate(cal.replace(loader_workers=2), suggest=False).throughput > 0
 
 

@@ -43,8 +43,10 @@ def steady_state(m, d) -> dict:
     gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
     util = {"storage": x * d.storage_s, "cpu": min(1.0, x * cpu_demand / s.cpu_cores),
             "host_link": x * d.copy_s, "gpu_busy": x * (st.compute_s + st.memory_s)}
-    return {"batches_per_s": x, "gpu_time": gpu_time, "utilization": util, "saturation": sat,
-            "step_ms": [1e3 / x]}
+    out = {"batches_per_s": x, "gpu_time": gpu_time, "utilization": util, "saturation": sat, "step_ms": [1e3 / x]}
+    if s.loader_workers:   # stages that overlap: each one's capacity (batches/s), the smallest is x
+        out["capacity"] = caps
+    return out
 
 
 def _shared_cores(m, d) -> dict:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tomllib
 from pathlib import Path
@@ -178,3 +179,13 @@ def main(argv=None) -> int:
     except HwsimError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+
+
+def run() -> None:
+    """The console entry point (`jupyter-hwsim`, `python -m jupyter_hwsim`): main's exit code, and quiet when
+    the output is piped into `head` and the like."""
+    try:
+        sys.exit(main())
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(0)

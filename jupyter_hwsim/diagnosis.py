@@ -1,7 +1,7 @@
 """Naming the bottleneck, explaining it, and ranking what would help by re-running the model."""
 from __future__ import annotations
 
-from . import catalog
+from . import analytic, catalog
 from .errors import HwsimError
 
 STORAGE_LADDER = ["hdd", "network-fs", "sata-ssd", "nvme-gen3", "nvme-gen4", "nvme-gen5", "ramdisk"]
@@ -32,10 +32,34 @@ def explain(b: str, m, d, util: dict, mem: dict, state: dict | None = None) -> s
         return _explain_llm(b, m, d, util, mem, state)
     if m.s.kind == "serving":
         return _explain_serving(b, m, d, util, mem, state)
-    text = _explain_pipeline(b, m, d, util, mem)
+    text = _explain_pipeline(b, m, d, util, mem) + _close_behind(b, m, d)
     if m.device.get("host_threads"):   # the device is the host's own CPU (calibrate)
         text = text.replace("The GPU", "The CPU running the step").replace("GPU step", "step")
     return text
+
+
+CLOSE_BEHIND = 0.15   # a stage with less spare capacity than this caps what relieving the bottleneck gains
+_STAGES = {"loop": ("the GPU step", "GPU"), "io": ("storage", "storage"), "cpu": ("the data loader", "data loader"),
+           "host_link": ("the host-to-device copy", "host link")}
+
+
+def _close_behind(b: str, m, d) -> str:
+    """A sentence when another overlapping stage is within CLOSE_BEHIND of the bottleneck's capacity: by the
+    bottleneck law, relieving the bottleneck alone gains at most that stage's spare capacity."""
+    if b == "memory_capacity":
+        return ""
+    caps = analytic.steady_state(m, d).get("capacity")
+    here = b if b in ("io", "cpu", "host_link") else "loop"
+    if not caps or caps[here] == float("inf"):
+        return ""
+    nxt = min((k for k in caps if k != here), key=caps.get)
+    spare = max(0.0, caps[nxt] / caps[here] - 1.0)
+    if spare >= CLOSE_BEHIND:
+        return ""
+    if spare < 0.01:
+        return f" {_STAGES[nxt][0].capitalize()} is as saturated: relieving the {_STAGES[here][1]} alone gains next to nothing."
+    return (f" Close behind is {_STAGES[nxt][0]}, with about {spare:.0%} to spare: about all that relieving "
+            f"the {_STAGES[here][1]} alone can gain.")
 
 
 def _oom(m, mem) -> str:

@@ -1,5 +1,6 @@
 """Bad input: one clear error naming the field, the value and what is accepted; nothing half-applied."""
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -73,6 +74,15 @@ def test_cli_bad_input_exits_2_with_one_line(args):
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in p.stderr
 
+
+
+@pytest.mark.parametrize("command", [[sys.executable, "-m", "jupyter_hwsim"],
+                                     [str(pathlib.Path(sys.executable).parent / "jupyter-hwsim")]])
+def test_cli_piped_into_a_reader_that_stops_early_is_quiet(command):
+    """`jupyter-hwsim run | head -1`: the reader is gone before the output is written; no traceback."""
+    p = subprocess.Popen([*command, "run", "steps=20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p.stdout.close()
+    assert p.wait(timeout=120) == 0 and p.stderr.read() == b""
 
 def test_cli_run_json_and_file(tmp_path):
     f = tmp_path / "s.toml"

@@ -107,3 +107,29 @@ def test_no_loader_workers_is_explained_as_no_overlap():
     """With loader_workers=0 there is no worker to count: the main process loads between steps."""
     r = simulate(Scenario(workload="resnet50", gpu="a100", loader_workers=0, cpu_cores=8), suggest=False)
     assert r.bottleneck == "cpu" and "loader_workers=0" in r.explanation and "worker(s)" not in r.explanation
+
+
+@pytest.mark.parametrize("change,named,behind,relief", [
+    (dict(loader_workers=9), "memory_bw", "the data loader", dict(gpu="h100")),
+    (dict(preprocess_ms_per_sample=3.1), "cpu", "the GPU step", dict(loader_workers=16, cpu_cores=32)),
+])
+def test_a_stage_close_behind_the_bottleneck_caps_what_relieving_it_gains(change, named, behind, relief):
+    """Two stages near saturation: the explanation names the runner-up and its spare capacity, and relieving the
+    bottleneck alone gains about that much (bottleneck law), not what the bottleneck's own speed-up promises."""
+    s = Scenario(workload="resnet50", gpu="a100", **change)
+    r = simulate(s, suggest=False)
+    assert r.bottleneck == named and f"Close behind is {behind}, with about" in r.explanation
+    spare = int(r.explanation.split("with about ")[1].split("%")[0]) / 100
+    assert 0.05 < spare < 0.15
+    gain = simulate(s.replace(**relief), suggest=False).throughput / r.throughput - 1
+    assert spare - 0.03 < gain < spare + 0.03
+
+
+def test_no_stage_close_behind_says_nothing_of_one():
+    for s in (Scenario(workload="resnet50", gpu="a100", loader_workers=12),   # the loader has 30% to spare
+              Scenario(workload="resnet50", gpu="a100", storage="hdd")):
+        assert "Close behind" not in simulate(s, suggest=False).explanation
+    tied = simulate(Scenario(workload="resnet50", gpu="a100"))   # the default: loader and GPU within 1%
+    assert "The data loader is as saturated: relieving the GPU alone gains next to nothing." in tied.explanation
+    gpu_side = [x["speedup"] for x in tied.suggestions if x["change"].split("=")[0] in ("gpu", "fusion", "precision")]
+    assert gpu_side and max(gpu_side) < 1.05

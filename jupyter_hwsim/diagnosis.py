@@ -57,7 +57,8 @@ def _close_behind(b: str, m, d) -> str:
     if spare >= CLOSE_BEHIND:
         return ""
     if spare < 0.01:
-        return f" {_STAGES[nxt][0].capitalize()} is as saturated: relieving the {_STAGES[here][1]} alone gains next to nothing."
+        return (f" {_STAGES[nxt][0].capitalize()} is as saturated: relieving the {_STAGES[here][1]} alone "
+                "gains next to nothing.")
     return (f" Close behind is {_STAGES[nxt][0]}, with about {spare:.0%} to spare: about all that relieving "
             f"the {_STAGES[here][1]} alone can gain.")
 

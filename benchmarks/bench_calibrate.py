@@ -25,8 +25,7 @@ def main():
               f"lost beside the step {m['contention'].get('worker_ms_per_batch', 0):.1f} ms/batch; "
               f"its rounds {m['throughput_range'][0]:+.0%}..{m['throughput_range'][1]:+.0%}; "
               "errors " + " ".join(f"{bs}/{nw} {e:+.0%}" for (bs, nw), e in tc.round_errors(r).items()))
-    print("| batch | workers | measured samples/s | predicted | raw error | drift-free error | bottleneck |\n"
-          "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))
+    print(tc.TABLE_HEAD + "\n" + "\n".join(rows))
     print(f"drift-free: median |error| {statistics.median(errors):.1%}, max {max(errors):.1%} (target: each under 20%)")
     return 0 if max(errors) < 0.20 else 1
 

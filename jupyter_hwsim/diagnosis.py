@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import analytic, catalog
+from .costs import host_threads
 from .errors import HwsimError
 
 STORAGE_LADDER = ["hdd", "network-fs", "sata-ssd", "nvme-gen3", "nvme-gen4", "nvme-gen5", "ramdisk"]
@@ -32,7 +33,7 @@ def explain(b: str, m, d, util: dict, mem: dict, state: dict | None = None) -> s
         return _explain_llm(b, m, d, util, mem, state)
     if m.s.kind == "serving":
         return _explain_serving(b, m, d, util, mem, state)
-    text = _explain_pipeline(b, m, d, util, mem) + _close_behind(b, m, d)
+    text = _explain_pipeline(b, m, d, util, mem) + _close_behind(b, m, d, state)
     if m.device.get("host_threads"):   # the device is the host's own CPU (calibrate)
         text = text.replace("The GPU", "The CPU running the step").replace("GPU step", "step")
     return text
@@ -43,14 +44,15 @@ _STAGES = {"loop": ("the GPU step", "GPU"), "io": ("storage", "storage"), "cpu":
            "host_link": ("the host-to-device copy", "host link")}
 
 
-def _close_behind(b: str, m, d) -> str:
+def _close_behind(b: str, m, d, state: dict | None) -> str:
     """A sentence when another overlapping stage is within CLOSE_BEHIND of the bottleneck's capacity: by the
-    bottleneck law, relieving the bottleneck alone gains at most that stage's spare capacity."""
-    if b == "memory_capacity":
+    bottleneck law, relieving the bottleneck alone gains at most that stage's spare capacity. The capacities
+    are the analytic twin's: the estimate's own state, else computed once here."""
+    if b == "memory_capacity" or not m.s.loader_workers or host_threads(m):   # no overlapping stages' capacities
         return ""
-    caps = analytic.steady_state(m, d).get("capacity")
+    caps = (state or {}).get("capacity") or analytic.steady_state(m, d)["capacity"]
     here = b if b in ("io", "cpu", "host_link") else "loop"
-    if not caps or caps[here] == float("inf"):
+    if caps[here] == float("inf"):
         return ""
     nxt = min((k for k in caps if k != here), key=caps.get)
     spare = max(0.0, caps[nxt] / caps[here] - 1.0)

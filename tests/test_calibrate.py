@@ -78,6 +78,10 @@ def round_errors(r) -> dict:
                                           * r["cal"].measured["throughput"]) - 1 for p in PREDICT}
 
 
+TABLE_HEAD = ("| batch | workers | measured samples/s | predicted | raw error | drift-free error | bottleneck |\n"
+              "| --- | --- | --- | --- | --- | --- | --- |")
+
+
 def table(rounds) -> tuple[list, list]:
     """Markdown rows per point: measured and predicted samples/s (medians), the raw error, and the error
     against the measurement brought to the machine speed the calibration saw (the point's ratio to the
@@ -127,8 +131,7 @@ def test_predictions_within_20_percent(rounds, capsys):
     5.7-15.2%, batch 64 with 2 workers the closest to the edge (docs/calibration.md, "A test again")."""
     rows, errors = table(rounds)
     with capsys.disabled():
-        print("\n| batch | workers | measured samples/s | predicted | raw error | drift-free error | bottleneck |\n"
-              "| --- | --- | --- | --- | --- | --- | --- |\n" + "\n".join(rows))
+        print("\n" + TABLE_HEAD + "\n" + "\n".join(rows))
     for p in PREDICT:
         assert rounds[0]["pred"][p].bottleneck in ("cpu", "compute")
     assert max(errors) < 0.20, rows

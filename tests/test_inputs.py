@@ -75,7 +75,6 @@ def test_cli_bad_input_exits_2_with_one_line(args):
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in p.stderr
 
 
-
 @pytest.mark.parametrize("command", [[sys.executable, "-m", "jupyter_hwsim"],
                                      [str(pathlib.Path(sys.executable).parent / "jupyter-hwsim")]])
 def test_cli_piped_into_a_reader_that_stops_early_is_quiet(command):
@@ -83,6 +82,7 @@ def test_cli_piped_into_a_reader_that_stops_early_is_quiet(command):
     p = subprocess.Popen([*command, "run", "steps=20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     p.stdout.close()
     assert p.wait(timeout=120) == 0 and p.stderr.read() == b""
+
 
 def test_cli_run_json_and_file(tmp_path):
     f = tmp_path / "s.toml"

@@ -127,7 +127,7 @@ def test_calibration_of_a_real_pipeline(rounds):
 
 def test_predictions_within_20_percent(rounds, capsys):
     """Calibrated at batch 32 with 1 worker, the predicted throughput at 0, 1 and 2 workers and batches 16
-    and 64 is within 20% of the measured (drift-free: see table). Over twelve runs the largest error was
+    and 64 is within 20% of the measured (drift-free: see table). Over fourteen runs the largest error was
     5.7-15.2%, batch 64 with 2 workers the closest to the edge (docs/calibration.md, "A test again")."""
     rows, errors = table(rounds)
     with capsys.disabled():

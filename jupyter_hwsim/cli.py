@@ -8,7 +8,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from . import catalog
+from . import catalog, reference
 from .api import simulate, estimate, sweep
 from .errors import HwsimError
 from .scenario import FIELDS, Scenario
@@ -74,6 +74,47 @@ def _write_csv(path: str, rows: list[dict]) -> None:
         raise HwsimError("--csv", path, f"a file that can be written ({e.strerror})") from None
 
 
+# the key specs `catalog SECTION` shows per entry: (heading, field, format)
+_COLUMNS = {
+    "gpus": [("memory GB", "memory_gb", "{:g}"), ("HBM GB/s", "memory_bandwidth_gbs", "{:,.0f}"),
+             ("fp16 TFLOP/s", ("peak_tflops", "fp16"), "{:g}"), ("bf16", ("peak_tflops", "bf16"), "{:g}"),
+             ("fp8", ("peak_tflops", "fp8"), "{:g}"), ("link", "host_link", "{}")],
+    "storage": [("GB/s", "bandwidth_gbs", "{:g}"), ("latency ms", "latency_ms", "{:g}"),
+                ("concurrency", "concurrency", "{}")],
+    "links": [("GB/s", "bandwidth_gbs", "{:g}"), ("pageable x", "pageable_factor", "{:g}")],
+    "workloads": [("arch", "arch", "{}"), ("default batch", "default_batch_size", "{}"),
+                  ("input bytes/sample", "input_bytes_per_sample", "{:,}")],
+}
+
+
+def _cell(entry: dict, field, fmt: str) -> str:
+    value = entry.get(field[0], {}).get(field[1]) if isinstance(field, tuple) else entry.get(field)
+    return "-" if value is None else fmt.format(value)
+
+
+def _catalog_table(section: str, entries: dict) -> str:
+    """One row per entry: its id, name, key specs and aliases."""
+    cols = [c for c in _COLUMNS.get(section, []) if any(_cell(e, c[1], c[2]) != "-" for e in entries.values())]
+    rows = [["id", "name", *(c[0] for c in cols), "aliases"]]
+    for key, e in entries.items():
+        rows.append([key, e.get("name", ""), *(_cell(e, f, fmt) for _, f, fmt in cols),
+                     ", ".join(e.get("aliases", []))])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def _sources_text(entries: dict) -> str:
+    """Every sourced number of every entry with its source text and the URLs its `ref:` ids resolve to."""
+    lines = []
+    for key, e in entries.items():
+        lines.append(f"{key} ({e.get('name', key)})")
+        for field, src in e.get("sources", {}).items():
+            lines.append(f"  {field} = {e.get(field)}")
+            lines.append(f"    source: {src}")
+            lines += [f"    url: {u}" for u in reference.urls(src)]
+    return "\n".join(lines)
+
+
 def _help_text() -> str:
     lines = ["Scenario fields (key=value):"]
     for f in FIELDS.values():
@@ -102,6 +143,7 @@ def main(argv=None) -> int:
     c = sub.add_parser("catalog")
     c.add_argument("section", nargs="?", default="gpus", choices=sorted(SECTIONS))
     c.add_argument("--json", action="store_true")
+    c.add_argument("--sources", action="store_true", help="each number with its source and the URLs behind it")
     sub.add_parser("help")
     try:
         a = ap.parse_args(argv)
@@ -115,9 +157,10 @@ def main(argv=None) -> int:
             entries = getattr(catalog, SECTIONS[a.section])()
             if a.json:
                 print(json.dumps(entries, indent=2, sort_keys=True))
+            elif a.sources:
+                print(_sources_text(entries))
             else:
-                for key, e in entries.items():
-                    print(f"{key:<18} {e.get('name', '')}")
+                print(_catalog_table(a.section, entries))
             return 0
         base, rest = _split(a.args)
         if a.cmd == "sweep":

@@ -1,9 +1,8 @@
-"""The catalogue: required ids, a source for every number, references that exist."""
-import csv
+"""The catalogue: required ids, a source for every number, references that exist and resolve to URLs."""
 import subprocess
 import sys
 
-from jupyter_hwsim import catalog
+from jupyter_hwsim import catalog, reference
 
 GPUS = ["t4", "v100-sxm2-16gb", "v100-sxm2-32gb", "a10", "a100-sxm-40gb", "a100-sxm-80gb", "l4", "l40s",
         "h100-sxm", "h100-pcie", "h200", "b200", "rtx-4090", "rtx-3090", "mi250x", "mi300x", "tpu-v4",
@@ -31,19 +30,34 @@ def test_every_number_has_a_source():
                 assert entry.get("sources", {}).get(k), f"{section}.{eid}.{k} has no source"
 
 
-def test_references_exist(reference_dir):
-    ids = set()
-    for name in ("hardware_specs.csv", "measurements.csv"):
-        with open(reference_dir / name, newline="") as f:
-            ids |= {row["case_id"] for row in csv.DictReader(f)}
-    import re
+def test_references_exist():
+    """Every `ref:` id a catalogue source cites names a row of the shipped reference table, with a URL."""
+    cited = 0
     for section in SOURCED:
         for eid, entry in getattr(catalog, section)().items():
             for src in entry.get("sources", {}).values():
-                for ref in re.findall(r"ref:([A-Za-z0-9_+()\-.]+)", src):
-                    tries = {ref.rstrip(".,"), ref.rstrip(".,)")}
-                    assert any(t in ids or any(i.startswith(t) for i in ids) for t in tries), \
-                        f"{eid}: unknown reference {ref}"
+                for ref, hits in reference.resolve(src):
+                    cited += 1
+                    assert hits, f"{eid}: unknown reference {ref}"
+                    assert all(reference.row_urls(r) for r in hits), f"{eid}: {ref} has no URL"
+    assert cited > 100
+
+
+def test_catalog_sources_show_urls():
+    p = subprocess.run([sys.executable, "-m", "jupyter_hwsim", "catalog", "gpus", "--sources"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    t4 = p.stdout.split("\nv100-sxm2-16gb")[0]
+    assert "memory_bandwidth_gbs = 320" in t4 and "source: ref:A-NVIDIA_T4-mem_bw" in t4
+    assert "url: https://" in t4
+
+
+def test_catalog_table_has_specs_and_aliases():
+    p = subprocess.run([sys.executable, "-m", "jupyter_hwsim", "catalog", "gpus"], capture_output=True, text=True)
+    head, *lines = p.stdout.splitlines()
+    assert head.split()[:2] == ["id", "name"] and "aliases" in head
+    a100 = next(line for line in lines if line.startswith("a100-sxm-80gb "))
+    assert "2,039" in a100 and "a100-sxm4-80gb" in a100
 
 
 def test_core_imports_no_jupyter():

@@ -1,24 +1,10 @@
 import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
-import {
-  errorFromResponse,
-  ICatalog,
-  IResult,
-  IServerError,
-  Method,
-  Scenario
-} from './model';
+import { errorFromResponse, HwsimApiError } from './errors';
+import { ICatalog, IResult, Method, Scenario } from './types';
 
-/** A refused or failed request, carrying the server's error object. */
-export class HwsimApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly error: IServerError
-  ) {
-    super(error.message);
-  }
-}
+export { HwsimApiError };
 
 /** The jupyter_hwsim REST API (jupyter_hwsim/server.py); settings carry the token and XSRF cookie. */
 export class HwsimApi {

@@ -1,15 +1,21 @@
 import { IRenderMimeRegistry, MimeModel } from '@jupyterlab/rendermime';
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';
+import { Collapser } from '@jupyterlab/ui-components';
 import { ReadonlyPartialJSONObject } from '@lumino/coreutils';
 import { Message } from '@lumino/messaging';
 import { Panel, Widget } from '@lumino/widgets';
 
-import { fitWidth } from './model';
+import { fitWidth } from './format';
+import { IResult } from './types';
 
 /** JupyterLab's own vega5 extension renders this with its bundled vega (no CDN). */
 export const VEGALITE_MIME = 'application/vnd.vegalite.v5+json';
 
 type Spec = { [key: string]: unknown };
+
+// each spec carries its own title
+const MAIN_CHARTS = ['utilization', 'gpu_time', 'curve', 'memory'];
+const MORE_CHARTS = ['roofline', 'timeline'];
 
 /** A width change smaller than this does not redraw. */
 const REDRAW_PX = 16;
@@ -117,4 +123,43 @@ export class ChartSlot extends Panel {
   private _drawnText = '';
   private _drawnWidth = 0;
   private _rendering = false;
+}
+
+/** The panel's charts: the main ones, then the roofline and timeline in a collapsed section. */
+export class ChartSet {
+  constructor(rendermime: IRenderMimeRegistry) {
+    this.main = new Panel();
+    this.main.addClass('jp-hwsim-charts');
+    const more = new Panel();
+    more.addClass('jp-hwsim-charts');
+    more.title.label = 'Roofline and timeline';
+    for (const [group, specs] of [
+      [this.main, MAIN_CHARTS],
+      [more, MORE_CHARTS]
+    ] as const) {
+      for (const name of specs) {
+        const slot = new ChartSlot(rendermime, name);
+        group.addWidget(slot);
+        this._slots.set(name, slot);
+      }
+    }
+    this.more = new Collapser({ widget: more });
+    this.more.addClass('jp-hwsim-more');
+    this.more.collapsed = true;
+  }
+
+  readonly main: Panel;
+  readonly more: Collapser;
+
+  /** Draw the charts of an answer; an estimate has no timeline, so the last simulated one stays. */
+  draw(charts: IResult['charts'] | undefined, simulated: boolean): void {
+    for (const [name, slot] of this._slots) {
+      if (name === 'timeline' && !simulated) {
+        continue;
+      }
+      slot.draw(charts?.[name]);
+    }
+  }
+
+  private readonly _slots = new Map<string, ChartSlot>();
 }

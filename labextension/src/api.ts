@@ -8,9 +8,7 @@ export { HwsimApiError };
 
 /** The jupyter_hwsim REST API (jupyter_hwsim/server.py); settings carry the token and XSRF cookie. */
 export class HwsimApi {
-  constructor(
-    private readonly _settings: ServerConnection.ISettings = ServerConnection.makeSettings()
-  ) {}
+  constructor(private readonly _settings: ServerConnection.ISettings = ServerConnection.makeSettings()) {}
 
   catalog(): Promise<ICatalog> {
     return this._request<ICatalog>('catalog', { method: 'GET' });

@@ -73,4 +73,3 @@ export function isTransient(status: number): boolean {
 export function shouldRetry(status: number, attempts: number, max = 2): boolean {
   return (status === 503 || status === 504) && attempts < max;
 }
-

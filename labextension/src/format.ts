@@ -57,4 +57,3 @@ export function fitWidth(spec: { [key: string]: unknown }, width: number): { [ke
   }
   return { ...spec, width: Math.floor(width), autosize: { type: 'fit-x', contains: 'padding' } };
 }
-

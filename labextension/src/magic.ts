@@ -101,4 +101,3 @@ export function cellSource(line: string, notebookSources: string[]): string {
   const loaded = notebookSources.some(src => LOAD_EXT.test(src));
   return loaded ? line : `%load_ext jupyter_hwsim\n${line}`;
 }
-

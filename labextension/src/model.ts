@@ -9,7 +9,6 @@
 import { roundSignificant } from './format';
 import { ICatalog, Scenario, Value } from './types';
 
-
 /** How a field is edited. Sliders keep an integer position; `fromPosition`/`toPosition` map it to the value. */
 export type ControlSpec =
   | { type: 'select' }
@@ -111,7 +110,7 @@ export function workloadsFor(catalog: ICatalog, kind: string): string[] {
 export function defaultWorkload(catalog: ICatalog, kind: string): string {
   const options = workloadsFor(catalog, kind);
   const preferred = DEFAULT_WORKLOAD[kind];
-  return options.includes(preferred) ? preferred : options[0] ?? '';
+  return options.includes(preferred) ? preferred : (options[0] ?? '');
 }
 
 /**
@@ -211,4 +210,3 @@ function rank(order: string[], name: string): number {
 function sameValue(a: Value, b: Value): boolean {
   return typeof a === 'string' && typeof b === 'string' ? a.toLowerCase() === b.toLowerCase() : a === b;
 }
-

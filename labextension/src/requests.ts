@@ -126,4 +126,3 @@ export class Debouncer {
 
   private _timer: ReturnType<typeof setTimeout> | null = null;
 }
-

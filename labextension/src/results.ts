@@ -165,9 +165,7 @@ export class ResultsView {
     }
     if (r.goodput !== undefined && r.goodput !== null) {
       const slo = r.scenario?.latency_slo_ms;
-      this._extra.append(
-        labelled('goodput', el('span', '', `${formatNumber(r.goodput)} requests/s within ${slo} ms`))
-      );
+      this._extra.append(labelled('goodput', el('span', '', `${formatNumber(r.goodput)} requests/s within ${slo} ms`)));
     }
   }
 

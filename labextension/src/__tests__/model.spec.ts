@@ -1,39 +1,34 @@
+import { errorFromResponse, errorTarget, errorText, isTransient, shouldRetry } from '../errors';
+import { busyMfuGap, fitWidth, formatFieldValue, formatNumber } from '../format';
+import { cellSource, formatValue, lineToScenario, parseValue, scenarioToLine, splitWords } from '../magic';
 import {
   applySuggestion,
-  busyMfuGap,
-  cellSource,
-  Coalescer,
   CONTROLS,
-  Debouncer,
-  errorFromResponse,
-  fitWidth,
-  errorTarget,
-  errorText,
-  formatFieldValue,
-  formatNumber,
-  formatValue,
   fromPosition,
-  ICatalog,
-  IFieldSpec,
-  isTransient,
-  lineToScenario,
   nonDefaultFields,
-  parseValue,
   positionCount,
   resolvedValue,
-  scenarioToLine,
-  Sequencer,
   setField,
-  shouldRetry,
   SliderSpec,
-  splitWords,
   toPosition,
   visibleFields,
   workloadsFor
 } from '../model';
+import { Coalescer, Debouncer, Sequencer } from '../requests';
+import { ICatalog, IFieldSpec } from '../types';
 
 function field(type: IFieldSpec['type'], unit: string, dflt: IFieldSpec['default'], choices?: string[]): IFieldSpec {
-  return { type, unit, help: '', default: dflt, lo: 0, hi: 1e7, lo_open: false, choices: choices ?? null, accepted: '' };
+  return {
+    type,
+    unit,
+    help: '',
+    default: dflt,
+    lo: 0,
+    hi: 1e7,
+    lo_open: false,
+    choices: choices ?? null,
+    accepted: ''
+  };
 }
 
 // The shape of GET hwsim/api/catalog (jupyter_hwsim/server.py), cut down; field order as in scenario.FIELDS.
@@ -57,7 +52,13 @@ const CATALOG: ICatalog = {
   workloads: {
     resnet50: { id: 'resnet50', name: 'ResNet-50', arch: 'resnet', default_batch_size: 256, language_model: false },
     gpt2: { id: 'gpt2', name: 'GPT-2 (124M)', arch: 'transformer', default_batch_size: 16, language_model: true },
-    'llama-2-7b': { id: 'llama-2-7b', name: 'Llama 2 7B', arch: 'transformer', default_batch_size: 1, language_model: true }
+    'llama-2-7b': {
+      id: 'llama-2-7b',
+      name: 'Llama 2 7B',
+      arch: 'transformer',
+      default_batch_size: 1,
+      language_model: true
+    }
   },
   fields: {
     kind: field('str', '', 'training', ['training', 'inference', 'serving', 'llm']),
@@ -85,10 +86,35 @@ const CATALOG: ICatalog = {
   },
   common_fields: ['kind', 'workload', 'gpu', 'precision', 'fusion'],
   kind_fields: {
-    training: ['batch_size', 'loader_workers', 'cpu_cores', 'storage', 'storage_bandwidth_gbs', 'host_link', 'pin_memory'],
-    inference: ['batch_size', 'loader_workers', 'cpu_cores', 'storage', 'storage_bandwidth_gbs', 'host_link', 'pin_memory'],
-    serving: ['arrival_rate_rps', 'max_batch_size', 'max_queue_delay_ms', 'latency_slo_ms', 'replicas', 'loader_workers',
-      'cpu_cores', 'host_link', 'pin_memory'],
+    training: [
+      'batch_size',
+      'loader_workers',
+      'cpu_cores',
+      'storage',
+      'storage_bandwidth_gbs',
+      'host_link',
+      'pin_memory'
+    ],
+    inference: [
+      'batch_size',
+      'loader_workers',
+      'cpu_cores',
+      'storage',
+      'storage_bandwidth_gbs',
+      'host_link',
+      'pin_memory'
+    ],
+    serving: [
+      'arrival_rate_rps',
+      'max_batch_size',
+      'max_queue_delay_ms',
+      'latency_slo_ms',
+      'replicas',
+      'loader_workers',
+      'cpu_cores',
+      'host_link',
+      'pin_memory'
+    ],
     llm: ['prompt_tokens', 'output_tokens', 'concurrency', 'batching', 'latency_slo_ms']
   }
 };
@@ -98,8 +124,18 @@ const slider = (name: string) => CONTROLS[name] as SliderSpec;
 describe('which controls a kind shows', () => {
   it('shows the common fields first, then the kind fields', () => {
     expect(visibleFields(CATALOG, 'training')).toEqual([
-      'kind', 'workload', 'gpu', 'precision', 'fusion',
-      'batch_size', 'loader_workers', 'cpu_cores', 'storage', 'storage_bandwidth_gbs', 'host_link', 'pin_memory'
+      'kind',
+      'workload',
+      'gpu',
+      'precision',
+      'fusion',
+      'batch_size',
+      'loader_workers',
+      'cpu_cores',
+      'storage',
+      'storage_bandwidth_gbs',
+      'host_link',
+      'pin_memory'
     ]);
   });
 
@@ -283,8 +319,9 @@ describe('server errors', () => {
       "seed='x' is not accepted: a non-negative integer"
     );
     expect(errorFromResponse(404, '<html>Not found</html>').message).toMatch(/server extension/);
-    expect(errorFromResponse(503, JSON.stringify({ error: { message: '32 simulations are already waiting' } })))
-      .toEqual({ message: '32 simulations are already waiting' });
+    expect(
+      errorFromResponse(503, JSON.stringify({ error: { message: '32 simulations are already waiting' } }))
+    ).toEqual({ message: '32 simulations are already waiting' });
     expect(errorFromResponse(500, 'oops').message).toBe('the server answered 500: oops');
   });
 

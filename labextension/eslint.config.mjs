@@ -14,7 +14,8 @@ export default defineConfig([
     extends: [tseslint.configs.recommendedTypeChecked],
     languageOptions: {
       globals: globals.browser,
-      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname }
+      // tsconfig.test.json covers src/ and its tests
+      parserOptions: { project: './tsconfig.test.json', tsconfigRootDir: import.meta.dirname }
     }
   },
   {

@@ -1,4 +1,5 @@
-// The pure logic (src/model.ts) is tested in node: it imports nothing from JupyterLab.
+// The pure logic (src/types, model, magic, errors, requests, format, state) is tested in node: it imports nothing
+// from JupyterLab at runtime.
 module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/src'],

@@ -40,10 +40,12 @@ export function errorText(error: IServerError): string {
 /** The error of a failed answer, whatever its body holds. */
 export function errorFromResponse(status: number, body: string): IServerError {
   try {
-    const parsed = JSON.parse(body);
+    // any JSON value: property access on a number, string or boolean gives undefined, like a missing key
+    const parsed = JSON.parse(body) as { error?: unknown; message?: unknown } | null;
     const error = parsed?.error;
     if (error && typeof error === 'object') {
-      return { ...error, message: errorText(error) };
+      const e = error as IServerError;
+      return { ...e, message: errorText(e) };
     }
     if (typeof parsed?.message === 'string' && parsed.message) {
       return { message: `the server answered ${status}: ${parsed.message}` };

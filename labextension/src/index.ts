@@ -7,9 +7,9 @@ import { IStateDB } from '@jupyterlab/statedb';
 import { hwsimIcon } from './icon';
 import { HwsimPanel } from './panel';
 
-namespace CommandIDs {
-  export const open = 'hwsim:open';
-}
+const CommandIDs = {
+  open: 'hwsim:open'
+} as const;
 
 const PANEL_ID = 'jupyter-hwsim-panel';
 

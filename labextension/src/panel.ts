@@ -21,15 +21,13 @@ export const STATE_KEY = 'jupyter-hwsim:scenario';
 
 const NO_NOTEBOOK = 'Open a notebook to insert a cell';
 
-export namespace HwsimPanel {
-  export interface IOptions {
-    rendermime: IRenderMimeRegistry;
-    tracker: INotebookTracker | null;
-    state: IStateDB | null;
-    /** resolves when the workspace (and so the state database) is restored */
-    restored: Promise<unknown>;
-    api?: HwsimApi;
-  }
+export interface IHwsimPanelOptions {
+  rendermime: IRenderMimeRegistry;
+  tracker: INotebookTracker | null;
+  state: IStateDB | null;
+  /** resolves when the workspace (and so the state database) is restored */
+  restored: Promise<unknown>;
+  api?: HwsimApi;
 }
 
 /**
@@ -38,7 +36,7 @@ export namespace HwsimPanel {
  * the state (`HwsimState`) and the views of the controls, the read-outs and the charts.
  */
 export class HwsimPanel extends Panel {
-  constructor(options: HwsimPanel.IOptions) {
+  constructor(options: IHwsimPanelOptions) {
     super();
     this.addClass('jp-hwsim-panel');
     this._tracker = options.tracker;
@@ -164,11 +162,12 @@ export class HwsimPanel extends Panel {
 
   // -- notebook ---------------------------------------------------------------------------------------------
 
-  private _updateInsertButton(): void {
+  // an arrow function: the tracker's signal calls it
+  private readonly _updateInsertButton = (): void => {
     const notebook = this._tracker?.currentWidget ?? null;
     this._insert.disabled = !notebook;
     this._insert.title = notebook ? `Insert below the active cell of ${notebook.title.label}` : NO_NOTEBOOK;
-  }
+  };
 
   /** A `%hwsim run ...` code cell below the active cell (with %load_ext first if the notebook lacks it). */
   private _insertCell(): void {

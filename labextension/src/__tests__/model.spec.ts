@@ -398,9 +398,9 @@ describe('coalescing and debouncing', () => {
 
   it('goes on after a failed request', async () => {
     const started: number[] = [];
-    const c = new Coalescer<number>(async n => {
+    const c = new Coalescer<number>(n => {
       started.push(n);
-      throw new Error('refused');
+      return Promise.reject(new Error('refused'));
     });
     c.push(1);
     c.push(2);

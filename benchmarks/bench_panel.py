@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import statistics
 
-from jupyter_hwsim.panel import WhatIf
+from jupyter_hwsim.jupyter.panel import WhatIf
 
 MOVES = {
     "training resnet50 / a100": ({}, "loader_workers", [2, 4, 8, 16, 32, 12, 6, 3]),

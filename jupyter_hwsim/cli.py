@@ -8,10 +8,12 @@ import sys
 import tomllib
 from pathlib import Path
 
-from . import catalog, reference
-from .api import simulate, estimate, sweep
-from .errors import HwsimError
-from .scenario import FIELDS, Scenario
+from .core import catalog
+
+from .core import reference
+from .runner import simulate, estimate, sweep
+from .core.errors import HwsimError
+from .core.scenario import FIELDS, Scenario
 
 SECTIONS = {"gpus": "gpus", "storage": "storage", "workloads": "workloads", "links": "links"}
 

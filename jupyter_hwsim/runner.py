@@ -5,10 +5,22 @@ import time
 
 import numpy as np
 
-from . import analytic, costs, diagnosis, engine, llm, precision, serving
-from .errors import HwsimError
-from .result import GPU_TIME_KEYS, Result
-from .scenario import FIELDS, Scenario
+from .core import analytic
+
+from .core import costs
+
+from . import diagnosis
+
+from .core import simulator
+
+from .kinds import llm
+
+from .core import precision
+
+from .kinds import serving
+from .core.errors import HwsimError
+from .core.result import GPU_TIME_KEYS, Result
+from .core.scenario import FIELDS, Scenario
 
 UNITS = {"training": "samples/s", "inference": "samples/s", "serving": "requests/s", "llm": "tokens/s"}
 # steps (requests for serving) of the short re-runs that measure each suggestion
@@ -41,8 +53,8 @@ def _core_state(m, d, method, seed, budget_s):
     if method == "estimate":
         state = analytic.steady_state(m, d)
     else:
-        out = engine.run(m, d, seed, budget_s)
-        state = engine.measure(m, d, out)
+        out = simulator.run(m, d, seed, budget_s)
+        state = simulator.measure(m, d, out)
         timeline = out["timeline"]
         sim = {"events": out["events"], "simulated_s": float(out["ends"][-1]), "warmup_s": float(state["warmup_s"])}
     x = state["batches_per_s"]

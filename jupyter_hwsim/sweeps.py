@@ -18,8 +18,8 @@ import time
 from collections import Counter
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 
-from .errors import HwsimError
-from .result import UTIL_KEYS, Sweep
+from .core.errors import HwsimError
+from .core.result import UTIL_KEYS, Sweep
 
 INLINE_BELOW = 16       # fewer simulations than this run in this process: a pool's start-up would cost more
 _T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
@@ -37,8 +37,8 @@ def t975(dof: int) -> float:
 
 def run_task(method: str, scenario: dict, seed: int):
     """One point at one seed (runs in a worker)."""
-    from .api import estimate, simulate
-    from .scenario import Scenario
+    from .runner import estimate, simulate
+    from .core.scenario import Scenario
     s = Scenario.from_dict(scenario)
     r = simulate(s, seed=seed, suggest=False) if method == "simulate" else estimate(s, suggest=False)
     r.timeline = []      # a sweep keeps numbers, not timelines: less to send back from a worker

@@ -4,9 +4,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import reference
-from .api import estimate
-from .scenario import Scenario
+from .core import reference
+from .runner import estimate
+from .core.scenario import Scenario
 
 # case_id -> scenario fields. The published runs used DALI loaders on DGX machines,
 # so the loader is given enough workers and cores not to bind; single-GPU rows only.

@@ -1,4 +1,4 @@
-"""calibrate() on a real PyTorch pipeline (jupyter_hwsim.demo_pipeline): JPEG files written at test
+"""calibrate() on a real PyTorch pipeline (jupyter_hwsim.calibration.demo): JPEG files written at test
 time, decoded and augmented in __getitem__, a small CNN trained on the CPU, calibrated at batch 32 with
 one worker and compared with measurements at num_workers 0, 1, 2 and batches 16 and 64 (within 20% each;
 benchmarks/bench_calibrate.py runs the same comparison on its own and prints what each round fitted).
@@ -17,8 +17,8 @@ from torch.utils.data import DataLoader
 
 import jupyter_hwsim
 from jupyter_hwsim import HwsimError, simulate
-from jupyter_hwsim.calibration import SPIN_WAIT_S, record_step
-from jupyter_hwsim.demo_pipeline import loader, make_step, write_images
+from jupyter_hwsim.calibration.pipeline import SPIN_WAIT_S, record_step
+from jupyter_hwsim.calibration.demo import loader, make_step, write_images
 
 CALIBRATE_AT = dict(batch_size=32, num_workers=1)
 PREDICT = [(bs, nw) for bs in (16, 64) for nw in (0, 1, 2)]
@@ -296,7 +296,7 @@ def test_record_step_sees_host_to_device_copies():
 
 SPIN_PROBE = """
 import torch
-from jupyter_hwsim.calibration import _spin_s
+from jupyter_hwsim.calibration.pipeline import _spin_s
 conv = torch.nn.Conv2d(3, 16, 3)
 x = torch.randn(16, 3, 64, 64)
 def step(b):

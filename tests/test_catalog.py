@@ -2,7 +2,8 @@
 import subprocess
 import sys
 
-from jupyter_hwsim import catalog, reference
+from jupyter_hwsim import catalog
+from jupyter_hwsim.core import reference
 
 GPUS = ["t4", "v100-sxm2-16gb", "v100-sxm2-32gb", "a10", "a100-sxm-40gb", "a100-sxm-80gb", "l4", "l40s",
         "h100-sxm", "h100-pcie", "h200", "b200", "rtx-4090", "rtx-3090", "mi250x", "mi300x", "tpu-v4",

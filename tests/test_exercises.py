@@ -6,8 +6,9 @@ import sys
 
 import pytest
 
-from jupyter_hwsim import best_batch, catalog, exercises as ex, simulate
-from jupyter_hwsim.precision import WARN_ABOVE, matmul_error
+from jupyter_hwsim import best_batch, catalog, simulate
+from jupyter_hwsim.teaching import exercises as ex
+from jupyter_hwsim.core.precision import WARN_ABOVE, matmul_error
 
 
 def run(capsys, fn, *args, **kw):
@@ -46,7 +47,7 @@ def params(workload: str) -> float:
 
 
 def test_exercises_import_no_jupyter_module():
-    code = ("import sys, jupyter_hwsim.exercises; "
+    code = ("import sys, jupyter_hwsim.teaching.exercises; "
             "bad = [m for m in ('IPython', 'ipywidgets', 'altair', 'jupyter_server', 'nbformat') if m in sys.modules]; "
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -4,7 +4,9 @@ import json
 import pytest
 
 from jupyter_hwsim import HwsimError, Scenario, estimate, simulate
-from jupyter_hwsim import costs, llm, workloads
+from jupyter_hwsim.core import costs
+from jupyter_hwsim.kinds import llm
+from jupyter_hwsim.core import workloads
 
 ONE = dict(kind="llm", concurrency=1, output_tokens_cv=0.0)
 

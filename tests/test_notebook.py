@@ -10,8 +10,8 @@ from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
 from jupyter_hwsim import Result, Scenario
-from jupyter_hwsim.charts import VEGALITE_MIME
-from jupyter_hwsim.scenario import FIELDS
+from jupyter_hwsim.jupyter.charts import VEGALITE_MIME
+from jupyter_hwsim.core.scenario import FIELDS
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
@@ -115,7 +115,7 @@ def test_bad_input_prints_one_line_and_no_traceback(ip, line, cell, needle):
 # -- the panel, driven without a browser ---------------------------------------------------------------------
 
 def _panel(**fields):
-    from jupyter_hwsim.panel import WhatIf
+    from jupyter_hwsim.jupyter.panel import WhatIf
     return WhatIf(debounce_s=0, **fields)
 
 
@@ -193,7 +193,7 @@ def test_panel_charts_carry_their_data():
 
 
 def test_dragging_previews_with_the_estimate_and_simulates_once_it_settles():
-    from jupyter_hwsim.panel import WhatIf
+    from jupyter_hwsim.jupyter.panel import WhatIf
 
     async def drag():
         p = WhatIf(steps=60, debounce_s=0.2)

@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jupyter_hwsim import Scenario, simulate
-from jupyter_hwsim import costs
+from jupyter_hwsim.core import costs
 
 scenarios = st.builds(
     Scenario,

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from jupyter_hwsim import HwsimError, Scenario, best_batch, estimate, simulate
-from jupyter_hwsim import costs, serving
+from jupyter_hwsim.core import costs
+from jupyter_hwsim.kinds import serving
 
 # batch size 1, no preprocessing, no batching delay: one FIFO server, M/G/1
 MG1 = Scenario(kind="serving", workload="resnet50", gpu="a100", max_batch_size=1, preprocess_ms_per_sample=0,

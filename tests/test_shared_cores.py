@@ -5,7 +5,7 @@ analytic twin against the engine over a grid of pipelines."""
 import pytest
 
 from jupyter_hwsim import Scenario, estimate, simulate
-from jupyter_hwsim.costs import core_share
+from jupyter_hwsim.core.costs import core_share
 
 HOST = {"name": "test CPU", "memory_gb": 16, "memory_bandwidth_gbs": 1e6, "peak_tflops": {"fp32": 1.0},
         "parallel_units": 2, "tile": 16, "compute_efficiency": 1.0, "memory_efficiency": 1.0,

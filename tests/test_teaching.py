@@ -83,7 +83,7 @@ def test_timeline_holds_every_stage():
 
 
 def test_precision_error_is_measured_and_grows_as_bits_shrink():
-    from jupyter_hwsim.precision import matmul_error
+    from jupyter_hwsim.core.precision import matmul_error
     errs = [matmul_error(p) for p in ("fp32", "fp16", "int8", "int4")]
     assert errs == sorted(errs) and errs[0] < 1e-6 and errs[-1] > 0.05
     assert matmul_error("bf16") > matmul_error("fp16")   # fewer mantissa bits
@@ -96,7 +96,7 @@ def test_precision_error_is_measured_and_grows_as_bits_shrink():
 def test_grouped_scales_shrink_the_int4_error():
     """A scale per 32 weights (llama.cpp Q4_0, MLC q4f16_1) fits each group's range: less error than one
     scale per channel, still more than int8; the result reports the error of the grouping it runs."""
-    from jupyter_hwsim.precision import matmul_error
+    from jupyter_hwsim.core.precision import matmul_error
     assert matmul_error("int8") < matmul_error("int4", 32) < matmul_error("int4", 128) < matmul_error("int4")
     r = estimate(Scenario(kind="llm", workload="llama-2-7b", gpu="a100", precision="int4", weight_group_size=32),
                  suggest=False)

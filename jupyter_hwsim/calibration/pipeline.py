@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import HwsimError
-from .scenario import Scenario
+from ..core.errors import HwsimError
+from ..core.scenario import Scenario
 
 # aten operators that compute with tensor cores / GEMM kernels (forward and backward)
 _MATMUL_OPS = ("convolution", "convolution_backward", "mm", "addmm", "bmm", "baddbmm", "matmul", "linear",
@@ -377,7 +377,7 @@ def _batch_bytes(batch) -> float:
 def _fit_device(base: Scenario, batch: int, half: int, step_s: float, half_s: float) -> dict:
     """The local device's FLOP rate and per-operator cost that make the model's step take the measured
     times at both batch sizes (the rate from the difference, the per-operator cost from the rest)."""
-    from . import costs
+    from ..core import costs
 
     def kernel_s(scenario, b, rate):
         dev = {**scenario.gpu, "peak_tflops": {"fp32": rate / 1e12}, "launch_overhead_us": 0.0}
@@ -436,7 +436,7 @@ def _fit_contention(scenario: Scenario, loop_step_ms: float, throughput: float, 
     and predicted no better (docs/calibration.md, "One figure fewer").
     The cost per batch is fitted to the run at the batch and, given (half batch, samples/s), at half of it
     together (the sum of the log errors), one bisection each, in turns."""
-    from . import api
+    from .. import runner as api
     eff = {"step": 1.0, "worker_ms_per_batch": 0.0}
     runs = [({}, throughput)] + ([({"batch_size": half[0]}, half[1])] if half else [])
 
@@ -471,7 +471,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     the copy is timed on its own and becomes the host link, the rest of the step the device."""
     _check(loader, step, steps, warmup, rounds)
     torch = _torch()
-    from . import api
+    from .. import runner as api
 
     bs, nw = loader.batch_size, loader.num_workers
     is_dataloader = isinstance(loader, torch.utils.data.DataLoader)

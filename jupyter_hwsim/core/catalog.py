@@ -15,7 +15,7 @@ _FIELD = {"gpus": "gpu", "storage": "storage", "links": "host_link", "workloads"
 
 @functools.cache
 def _load(section: str) -> dict:
-    with resources.files(__package__).joinpath("data").joinpath(_FILES[section]).open("rb") as f:
+    with resources.files("jupyter_hwsim").joinpath("data").joinpath(_FILES[section]).open("rb") as f:
         data = tomllib.load(f)
     defaults = data.pop("defaults", None)
     if defaults:

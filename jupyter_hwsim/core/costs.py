@@ -9,7 +9,9 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from . import catalog, workloads
+from . import catalog
+
+from . import workloads
 from .scenario import Scenario
 
 MATMUL = "matmul"

@@ -18,7 +18,7 @@ _REF = re.compile(r"ref:([A-Za-z0-9_+()\-.]+)")
 def rows() -> dict[str, dict]:
     """Every reference row by its case id."""
     out: dict[str, dict] = {}
-    folder = resources.files(__package__).joinpath("data", "reference")
+    folder = resources.files("jupyter_hwsim").joinpath("data", "reference")
     for name in FILES:
         text = folder.joinpath(name).read_text(encoding="utf-8")
         out.update({r["case_id"]: r for r in csv.DictReader(io.StringIO(text))})

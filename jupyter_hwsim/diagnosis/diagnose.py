@@ -1,9 +1,11 @@
 """Naming the bottleneck, explaining it, and ranking what would help by re-running the model."""
 from __future__ import annotations
 
-from . import analytic, catalog
-from .costs import host_threads
-from .errors import HwsimError
+from ..core import analytic
+
+from ..core import catalog
+from ..core.costs import host_threads
+from ..core.errors import HwsimError
 
 STORAGE_LADDER = ["hdd", "network-fs", "sata-ssd", "nvme-gen3", "nvme-gen4", "nvme-gen5", "ramdisk"]
 LINK_LADDER = ["pcie3", "pcie4", "pcie5", "nvlink-c2c"]

@@ -13,7 +13,7 @@ import functools
 
 import altair as alt
 
-from .result import _track_key
+from ..core.result import _track_key
 
 VEGALITE_MIME = "application/vnd.vegalite.v5+json"
 SCHEMA_V5 = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -230,7 +230,7 @@ def all_charts(r, curve_chart: Chart | None = None) -> dict[str, Chart]:
 def batch_curve(s, r) -> Chart:
     """Throughput and p99 latency against the kind's batch field (batch_size, max_batch_size, concurrency), from
     the estimate at powers of two up to the first out-of-memory size, with the current point and the budget."""
-    from .api import BATCH_FIELD, estimate
+    from ..runner import BATCH_FIELD, estimate
     field = BATCH_FIELD.get(s.kind, "batch_size")
     sizes = POW2[:11] if s.kind in ("serving", "llm") else POW2
     points = []

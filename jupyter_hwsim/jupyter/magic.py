@@ -11,11 +11,11 @@ import tomllib
 
 from IPython.display import display
 
-from .api import estimate, simulate, sweep
-from .cli import _help_text, _split, parse_pairs
-from .errors import HwsimError
+from ..runner import estimate, simulate, sweep
+from ..cli import _help_text, _split, parse_pairs
+from ..core.errors import HwsimError
 from .report import result_html, table_html
-from .scenario import Scenario
+from ..core.scenario import Scenario
 
 COMMANDS = ("run", "estimate", "sweep", "help")
 
@@ -65,7 +65,7 @@ def _parse(line: str, cell: str | None):
 
 
 def _show_charts(r) -> None:
-    from . import charts     # Altair loads on first use, not with the extension
+    from . import charts  # Altair loads on first use, not with the extension
     for chart in charts.all_charts(r).values():
         if chart.name == "timeline" and not r.timeline:
             continue

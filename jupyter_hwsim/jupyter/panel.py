@@ -15,11 +15,15 @@ import time
 
 import ipywidgets as W
 
-from . import catalog, charts, costs
+from ..core import catalog
+
+from . import charts
+
+from ..core import costs
 from .report import BADGE, bottleneck_html, numbers_html
-from .api import estimate, simulate
-from .errors import HwsimError
-from .scenario import BATCHING, COMMON_FIELDS, FIELDS, FUSIONS, KIND_FIELDS, KINDS, PRECISIONS, Scenario
+from ..runner import estimate, simulate
+from ..core.errors import HwsimError
+from ..core.scenario import BATCHING, COMMON_FIELDS, FIELDS, FUSIONS, KIND_FIELDS, KINDS, PRECISIONS, Scenario
 
 POW2 = charts.POW2                            # 1 .. 4096
 TOKENS = [2 ** k for k in range(4, 16)]       # 16 .. 32768

@@ -24,9 +24,9 @@ from jupyter_server.utils import url_path_join
 from traitlets import Float, Int
 from traitlets.config import Configurable
 
-from . import catalog
-from .errors import HwsimError
-from .scenario import BATCHING, COMMON_FIELDS, FIELDS, FUSIONS, KIND_FIELDS, KINDS, PRECISIONS, Scenario
+from ..core import catalog
+from ..core.errors import HwsimError
+from ..core.scenario import BATCHING, COMMON_FIELDS, FIELDS, FUSIONS, KIND_FIELDS, KINDS, PRECISIONS, Scenario
 
 
 class HwsimServer(Configurable):
@@ -63,7 +63,7 @@ def compute(method: str, scenario: dict, seed: int, budget_s: float, suggest: bo
     """Run in a worker process: (HTTP status, JSON text) of the result plus the panel's chart specs. The text is
     made here, so the server's event loop only copies bytes."""
     from . import charts
-    from .api import estimate, simulate
+    from ..runner import estimate, simulate
     try:
         s = Scenario.from_dict(scenario)
         r = simulate(s, seed=seed, budget_s=budget_s, suggest=suggest) if method == "simulate" else \
@@ -142,7 +142,7 @@ class SimulateHandler(ComputeHandler):
 
 
 def _jupyter_server_extension_points():
-    return [{"module": "jupyter_hwsim.server"}]
+    return [{"module": "jupyter_hwsim.jupyter.server"}]
 
 
 def _load_jupyter_server_extension(serverapp) -> None:

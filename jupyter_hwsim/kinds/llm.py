@@ -17,8 +17,10 @@ from statistics import NormalDist
 import numpy as np
 import simpy
 
-from . import costs, workloads
-from .engine import _jitter
+from ..core import costs
+
+from ..core import workloads
+from ..core.simulator import _jitter
 
 PREFILL_CHUNK_TOKENS = 8192   # prefill activations are held for at most this many tokens at once
 
@@ -242,7 +244,7 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
 
     def check_budget():
         if time.perf_counter() - wall0 > budget_s:
-            from .errors import HwsimError
+            from ..core.errors import HwsimError
             raise HwsimError("steps", s.steps, f"a run that fits the {budget_s:g} s simulation budget",
                              "lower steps")
 

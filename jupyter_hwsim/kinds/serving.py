@@ -13,9 +13,9 @@ import time
 import numpy as np
 import simpy
 
-from . import costs
-from .engine import _Busy, _jitter
-from .errors import HwsimError
+from ..core import costs
+from ..core.simulator import _Busy, _jitter
+from ..core.errors import HwsimError
 
 DEFAULT_RATE_RPS = 100.0
 _BREAKDOWN = ("queueing", "batch_formation", "preprocessing", "copy", "compute")

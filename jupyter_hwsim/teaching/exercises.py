@@ -14,12 +14,12 @@ import math
 import random
 import re
 
-from . import catalog
-from .api import best_batch, simulate
-from .cli import parse_pairs
-from .errors import HwsimError
-from .precision import WARN_ABOVE, matmul_error
-from .scenario import FIELDS, Scenario
+from ..core import catalog
+from ..runner import best_batch, simulate
+from ..cli import parse_pairs
+from ..core.errors import HwsimError
+from ..core.precision import WARN_ABOVE, matmul_error
+from ..core.scenario import FIELDS, Scenario
 
 __all__ = [
     "LESSON1_PIPELINE", "LESSON2_DECODE", "LESSON3_INFERENCE", "LESSON3_SERVING", "LESSON3_SLO_MS",

@@ -1,0 +1,1 @@
+"""Scenario kinds beyond the DataLoader pipeline of the core: online serving and LLM generation."""

@@ -4,6 +4,7 @@ Measures, in the kernel's Python, the time from a control's new value to redrawn
 preview (closed-form estimate, while a slider moves) and the settled simulation that replaces it. The browser's
 own redraw is measured by tests/browser/test_panel_browser.py. Run: python benchmarks/bench_panel.py
 """
+
 from __future__ import annotations
 
 import statistics
@@ -25,8 +26,10 @@ def main():
             p.controls[control].value = v
         est = [t["ms"] for t in p.timings if t["what"] == "estimate"]
         sim = [t["ms"] for t in p.timings if t["what"] == "simulate"]
-        print(f"{name:28} {control:18} preview median {statistics.median(est):6.1f} ms (max {max(est):6.1f})   "
-              f"settled simulation median {statistics.median(sim):6.1f} ms")
+        print(
+            f"{name:28} {control:18} preview median {statistics.median(est):6.1f} ms (max {max(est):6.1f})   "
+            f"settled simulation median {statistics.median(sim):6.1f} ms"
+        )
 
 
 if __name__ == "__main__":

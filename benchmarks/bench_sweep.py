@@ -2,6 +2,7 @@
 (DESIGN section 7). The pool rows include the pool's start-up (each worker imports the package), so
 pool(1) vs pool(2) is the scaling and inline vs pool(2) is what a user gains.
 Run: python benchmarks/bench_sweep.py"""
+
 from __future__ import annotations
 
 import multiprocessing
@@ -10,8 +11,12 @@ from concurrent.futures import ProcessPoolExecutor
 
 from jupyter_hwsim import Scenario, sweep
 
-AXES = dict(batch_size=[8, 16, 32, 64, 128], loader_workers=[1, 2, 4, 8, 16], gpu=["t4", "a100", "h100", "l4"],
-            precision=["bf16", "fp16"])
+AXES = dict(
+    batch_size=[8, 16, 32, 64, 128],
+    loader_workers=[1, 2, 4, 8, 16],
+    gpu=["t4", "a100", "h100", "l4"],
+    precision=["bf16", "fp16"],
+)
 
 
 def timed(s, **kw) -> float:

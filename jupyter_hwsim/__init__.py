@@ -3,6 +3,7 @@
 The core (scenario, catalogue, costs, engine, analytic twin, diagnosis) imports
 only the standard library, SimPy and NumPy; the Jupyter layers load lazily.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -10,18 +11,30 @@ import importlib.abc
 import importlib.util
 import sys
 
+from .api import best_batch, estimate, simulate, sweep
 from .core import catalog
 from .core.errors import HwsimError
 from .core.result import Result
 from .core.scenario import Scenario
-from .runner import best_batch, estimate, simulate, sweep
 
-__all__ = ["Scenario", "Result", "HwsimError", "simulate", "estimate", "sweep", "best_batch", "catalog", "whatif", "calibrate"]
+__all__ = [
+    "Scenario",
+    "Result",
+    "HwsimError",
+    "simulate",
+    "estimate",
+    "sweep",
+    "best_batch",
+    "catalog",
+    "whatif",
+    "calibrate",
+]
 
 
 def load_ipython_extension(ipython) -> None:
     """`%load_ext jupyter_hwsim`: registers %hwsim; the notebook layers load on first use."""
     from .jupyter.magic import load_ipython_extension as load
+
     load(ipython)
 
 
@@ -35,12 +48,26 @@ def _jupyter_labextension_paths():
 
 
 # Modules that moved into the layer packages in 0.2: their old paths import the new module (for one release).
-MOVED = {"errors": "core.errors", "catalog": "core.catalog", "scenario": "core.scenario",
-         "workloads": "core.workloads", "precision": "core.precision", "costs": "core.costs",
-         "analytic": "core.analytic", "result": "core.result", "engine": "core.simulator", "serving": "kinds.serving",
-         "llm": "kinds.llm", "magic": "jupyter.magic", "panel": "jupyter.panel", "charts": "jupyter.charts",
-         "server": "jupyter.server", "report": "jupyter.report", "exercises": "teaching.exercises",
-         "demo_pipeline": "calibration.demo", "api": "runner"}
+MOVED = {
+    "errors": "core.errors",
+    "catalog": "core.catalog",
+    "scenario": "core.scenario",
+    "workloads": "core.workloads",
+    "precision": "core.precision",
+    "costs": "core.costs",
+    "analytic": "core.analytic",
+    "result": "core.result",
+    "engine": "core.simulator",
+    "serving": "kinds.serving",
+    "llm": "kinds.llm",
+    "magic": "jupyter.magic",
+    "panel": "jupyter.panel",
+    "charts": "jupyter.charts",
+    "server": "jupyter.server",
+    "report": "jupyter.report",
+    "exercises": "teaching.exercises",
+    "demo_pipeline": "calibration.demo",
+}
 
 
 class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -63,11 +90,15 @@ sys.meta_path.append(_MovedModules())
 
 
 def __getattr__(name):
-    if name == "whatif":     # the panel needs ipywidgets: imported only when asked for
+    if name == "whatif":  # the panel needs ipywidgets: imported only when asked for
         from .jupyter.panel import whatif
+
         return whatif
     if name == "calibrate":  # needs PyTorch (the torch extra): imported only when asked for
         from .calibration.pipeline import calibrate
+
         return calibrate
     raise AttributeError(f"module 'jupyter_hwsim' has no attribute {name!r}")
+
+
 __version__ = "0.1.0"

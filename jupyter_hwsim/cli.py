@@ -1,72 +1,24 @@
 """Command line: run, sweep, catalog, help. A bad input exits 2 with one line on stderr."""
+
 from __future__ import annotations
 
 import argparse
 import json
 import os
 import sys
-import tomllib
-from pathlib import Path
 
-from .core import catalog
-
-from .core import reference
-from .runner import simulate, estimate, sweep
+from .api import estimate, simulate, sweep
+from .core import catalog, reference
 from .core.errors import HwsimError
-from .core.scenario import FIELDS, Scenario
+from .core.scenario import Scenario
+from .scenario_text import fields_help, parse_pairs, split_args
 
 SECTIONS = {"gpus": "gpus", "storage": "storage", "workloads": "workloads", "links": "links"}
 
 
-def parse_value(text: str):
-    """'256' -> 256, '0.5' -> 0.5, 'true' -> True, anything else stays a string."""
-    low = text.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
-
-
-def parse_pairs(pairs: list[str], multi: bool = False) -> dict:
-    out = {}
-    for p in pairs:
-        if "=" not in p:
-            raise HwsimError("argument", p, "key=value (see `python -m jupyter_hwsim help`)")
-        k, v = p.split("=", 1)
-        k = k.strip()
-        out[k] = [parse_value(x) for x in v.split(",")] if multi else parse_value(v)
-    return out
-
-
-def load_file(path: str) -> dict:
-    p = Path(path)
-    if not p.is_file():
-        raise HwsimError("scenario file", path, "an existing .toml or .json file")
-    try:
-        if p.suffix == ".json":
-            data = json.loads(p.read_text())
-        else:
-            data = tomllib.loads(p.read_text())
-    except (ValueError, tomllib.TOMLDecodeError) as e:
-        raise HwsimError("scenario file", path, f"valid {p.suffix[1:].upper()} ({e})") from None
-    return data.get("scenario", data) if isinstance(data, dict) else data
-
-
-def _split(args: list[str]) -> tuple[dict, list[str]]:
-    files = [a for a in args if "=" not in a and a.endswith((".toml", ".json"))]
-    rest = [a for a in args if a not in files]
-    base = {}
-    for f in files:
-        base.update(load_file(f))
-    return base, rest
-
-
 def _write_csv(path: str, rows: list[dict]) -> None:
     import csv
+
     try:
         with open(path, "w", newline="") as f:
             w = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -78,14 +30,25 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 
 # the key specs `catalog SECTION` shows per entry: (heading, field, format)
 _COLUMNS = {
-    "gpus": [("memory GB", "memory_gb", "{:g}"), ("HBM GB/s", "memory_bandwidth_gbs", "{:,.0f}"),
-             ("fp16 TFLOP/s", ("peak_tflops", "fp16"), "{:g}"), ("bf16", ("peak_tflops", "bf16"), "{:g}"),
-             ("fp8", ("peak_tflops", "fp8"), "{:g}"), ("link", "host_link", "{}")],
-    "storage": [("GB/s", "bandwidth_gbs", "{:g}"), ("latency ms", "latency_ms", "{:g}"),
-                ("concurrency", "concurrency", "{}")],
+    "gpus": [
+        ("memory GB", "memory_gb", "{:g}"),
+        ("HBM GB/s", "memory_bandwidth_gbs", "{:,.0f}"),
+        ("fp16 TFLOP/s", ("peak_tflops", "fp16"), "{:g}"),
+        ("bf16", ("peak_tflops", "bf16"), "{:g}"),
+        ("fp8", ("peak_tflops", "fp8"), "{:g}"),
+        ("link", "host_link", "{}"),
+    ],
+    "storage": [
+        ("GB/s", "bandwidth_gbs", "{:g}"),
+        ("latency ms", "latency_ms", "{:g}"),
+        ("concurrency", "concurrency", "{}"),
+    ],
     "links": [("GB/s", "bandwidth_gbs", "{:g}"), ("pageable x", "pageable_factor", "{:g}")],
-    "workloads": [("arch", "arch", "{}"), ("default batch", "default_batch_size", "{}"),
-                  ("input bytes/sample", "input_bytes_per_sample", "{:,}")],
+    "workloads": [
+        ("arch", "arch", "{}"),
+        ("default batch", "default_batch_size", "{}"),
+        ("input bytes/sample", "input_bytes_per_sample", "{:,}"),
+    ],
 }
 
 
@@ -99,8 +62,9 @@ def _catalog_table(section: str, entries: dict) -> str:
     cols = [c for c in _COLUMNS.get(section, []) if any(_cell(e, c[1], c[2]) != "-" for e in entries.values())]
     rows = [["id", "name", *(c[0] for c in cols), "aliases"]]
     for key, e in entries.items():
-        rows.append([key, e.get("name", ""), *(_cell(e, f, fmt) for _, f, fmt in cols),
-                     ", ".join(e.get("aliases", []))])
+        rows.append(
+            [key, e.get("name", ""), *(_cell(e, f, fmt) for _, f, fmt in cols), ", ".join(e.get("aliases", []))]
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
@@ -117,22 +81,25 @@ def _sources_text(entries: dict) -> str:
     return "\n".join(lines)
 
 
-def _help_text() -> str:
-    lines = ["Scenario fields (key=value):"]
-    for f in FIELDS.values():
-        default = ("see above" if "default" in f.help else "catalogue") if f.default is None else f.default
-        lines.append(f"  {f.name:<26} {f.help}; default {default}; {f.accepted()}")
-    return "\n".join(lines)
-
-
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m jupyter_hwsim", description="ML pipeline hardware simulator")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    for name in ("run", "estimate", "sweep"):
-        p = sub.add_parser(name)
+    fields = "scenario fields (key=value):\n" + fields_help().split("\n", 1)[1]
+    raw = argparse.RawDescriptionHelpFormatter
+    ap = argparse.ArgumentParser(
+        prog="python -m jupyter_hwsim",
+        description="Simulate an ML pipeline (storage, CPU loaders, host link, GPU) and name its bottleneck.",
+        epilog="`python -m jupyter_hwsim COMMAND --help` for one command; `help` lists every scenario field.",
+    )
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    about = {
+        "run": "simulate one scenario (discrete-event, seeded) and print its report",
+        "estimate": "the closed-form steady state of one scenario (well under a millisecond)",
+        "sweep": "the cross product of key=v1,v2,... values, in parallel; a table",
+    }
+    for name, text in about.items():
+        p = sub.add_parser(name, help=text, description=text + ".", epilog=fields, formatter_class=raw)
         p.add_argument("args", nargs="*", help="key=value pairs and/or a scenario .toml/.json file")
-        p.add_argument("--json", action="store_true")
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--json", action="store_true", help="print the result dict (a list for sweep) as JSON")
+        p.add_argument("--seed", type=int, default=0, help="random seed of the simulation (default 0)")
         if name == "run":
             p.add_argument("--trace", metavar="FILE", help="write the simulated timeline as a Chrome/Perfetto trace")
         if name == "sweep":
@@ -140,20 +107,29 @@ def main(argv=None) -> int:
             p.add_argument("--workers", type=int, default=None, help="local worker processes (default: all cores)")
             p.add_argument("--dask", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS")
             p.add_argument("--csv", metavar="FILE", help="write the table (means and 95%% intervals) as CSV")
-            p.add_argument("--best", action="store_true",
-                           help="also name the point of highest throughput whose p99 latency meets latency_slo_ms")
-    c = sub.add_parser("catalog")
-    c.add_argument("section", nargs="?", default="gpus", choices=sorted(SECTIONS))
-    c.add_argument("--json", action="store_true")
+            p.add_argument(
+                "--best",
+                action="store_true",
+                help="also name the point of highest throughput whose p99 latency meets latency_slo_ms",
+            )
+    c = sub.add_parser(
+        "catalog",
+        help="the catalogue: devices, storage, links or workloads, with key specs",
+        description="The catalogue: one row per entry with its key specs and aliases.",
+    )
+    c.add_argument(
+        "section", nargs="?", default="gpus", choices=sorted(SECTIONS), help="which catalogue (default gpus)"
+    )
+    c.add_argument("--json", action="store_true", help="every entry as JSON")
     c.add_argument("--sources", action="store_true", help="each number with its source and the URLs behind it")
-    sub.add_parser("help")
+    sub.add_parser("help", help="every scenario field with its unit, default and accepted range")
     try:
         a = ap.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
     try:
         if a.cmd == "help":
-            print(_help_text())
+            print(fields_help())
             return 0
         if a.cmd == "catalog":
             entries = getattr(catalog, SECTIONS[a.section])()
@@ -164,7 +140,7 @@ def main(argv=None) -> int:
             else:
                 print(_catalog_table(a.section, entries))
             return 0
-        base, rest = _split(a.args)
+        base, rest = split_args(a.args)
         if a.cmd == "sweep":
             axes = parse_pairs(rest, multi=True)
             fixed = {k: v[0] for k, v in axes.items() if len(v) == 1}
@@ -182,8 +158,15 @@ def main(argv=None) -> int:
                 except (OSError, TimeoutError) as e:
                     raise HwsimError("--dask", a.dask, f"the address of a running Dask scheduler ({e})") from None
             try:
-                results = sweep(Scenario.from_dict({**base, **fixed}), seed=a.seed, seeds=a.seeds, executor=executor,
-                                workers=a.workers, progress=None if a.json else True, **axes)
+                results = sweep(
+                    Scenario.from_dict({**base, **fixed}),
+                    seed=a.seed,
+                    seeds=a.seeds,
+                    executor=executor,
+                    workers=a.workers,
+                    progress=None if a.json else True,
+                    **axes,
+                )
             finally:
                 if executor is not None:
                     executor.close()
@@ -194,23 +177,30 @@ def main(argv=None) -> int:
             else:
                 keys = list(axes)
                 ci = a.seeds > 1
-                print("  ".join(f"{k:>14}" for k in keys) + f"  {'throughput':>12}" + ("  95% interval      " if ci
-                      else "") + f"  {'p50 ms':>9}  bottleneck")
+                print(
+                    "  ".join(f"{k:>14}" for k in keys)
+                    + f"  {'throughput':>12}"
+                    + ("  95% interval      " if ci else "")
+                    + f"  {'p50 ms':>9}  bottleneck"
+                )
                 for r, row in zip(results, results.rows):
                     band = f"  [{row['throughput_lo']:>8.1f}, {row['throughput_hi']:>8.1f}]" if ci else ""
-                    print("  ".join(f"{str(r.scenario[k]):>14}" for k in keys)
-                          + f"  {row['throughput']:>12.1f}{band}  {row['p50_ms']:>9.2f}  {row['bottleneck']}")
+                    print(
+                        "  ".join(f"{str(r.scenario[k]):>14}" for k in keys)
+                        + f"  {row['throughput']:>12.1f}{band}  {row['p50_ms']:>9.2f}  {row['bottleneck']}"
+                    )
             if a.best:
-                ok = [r for r in results if not r.memory["oom"]
-                      and r.latency_ms["p99"] <= r.scenario["latency_slo_ms"]]
+                ok = [r for r in results if not r.memory["oom"] and r.latency_ms["p99"] <= r.scenario["latency_slo_ms"]]
                 if ok:
                     r = max(ok, key=lambda r: r.throughput)
                     point = " ".join(f"{k}={r.scenario[k]}" for k in keys)
-                    print(f"best within {r.scenario['latency_slo_ms']:g} ms p99: {point}  "
-                          f"{r.throughput:,.1f} {r.throughput_unit}  p99 {r.latency_ms['p99']:.2f} ms",
-                          file=sys.stderr if a.json else sys.stdout)
+                    print(
+                        f"best within {r.scenario['latency_slo_ms']:g} ms p99: {point}  "
+                        f"{r.throughput:,.1f} {r.throughput_unit}  p99 {r.latency_ms['p99']:.2f} ms",
+                        file=sys.stderr if a.json else sys.stdout,
+                    )
                 else:
-                    print(f"best: no point meets the p99 budget of latency_slo_ms", file=sys.stderr)
+                    print("best: no point meets the p99 budget of latency_slo_ms", file=sys.stderr)
             return 0
         s = Scenario.from_dict({**base, **parse_pairs(rest)})
         r = simulate(s, seed=a.seed) if a.cmd == "run" else estimate(s)

@@ -7,6 +7,7 @@ A point's row holds the mean and a 95% confidence interval (Student's t across
 seeds) of throughput and latency, the mean utilizations and the most common
 bottleneck.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -20,10 +21,26 @@ from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 
 from .core.errors import HwsimError
 from .core.result import UTIL_KEYS, Sweep
+from .core.scenario import Scenario
+from .runner import as_scenario, estimate, simulate
 
-INLINE_BELOW = 16       # fewer simulations than this run in this process: a pool's start-up would cost more
-_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
-         12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042}
+INLINE_BELOW = 16  # fewer simulations than this run in this process: a pool's start-up would cost more
+_T975 = {
+    1: 12.706,
+    2: 4.303,
+    3: 3.182,
+    4: 2.776,
+    5: 2.571,
+    6: 2.447,
+    7: 2.365,
+    8: 2.306,
+    9: 2.262,
+    10: 2.228,
+    12: 2.179,
+    15: 2.131,
+    20: 2.086,
+    30: 2.042,
+}
 
 
 def t975(dof: int) -> float:
@@ -37,11 +54,9 @@ def t975(dof: int) -> float:
 
 def run_task(method: str, scenario: dict, seed: int):
     """One point at one seed (runs in a worker)."""
-    from .runner import estimate, simulate
-    from .core.scenario import Scenario
     s = Scenario.from_dict(scenario)
     r = simulate(s, seed=seed, suggest=False) if method == "simulate" else estimate(s, suggest=False)
-    r.timeline = []      # a sweep keeps numbers, not timelines: less to send back from a worker
+    r.timeline = []  # a sweep keeps numbers, not timelines: less to send back from a worker
     return r
 
 
@@ -64,8 +79,11 @@ class SweepTable(Sweep):
     def _row(self, point: dict, rs: list) -> dict:
         row = dict(point)
         ok = [r for r in rs if not r.memory["oom"]]
-        for key, get in (("throughput", lambda r: r.throughput), ("p50_ms", lambda r: r.latency_ms["p50"]),
-                         ("p99_ms", lambda r: r.latency_ms["p99"])):
+        for key, get in (
+            ("throughput", lambda r: r.throughput),
+            ("p50_ms", lambda r: r.latency_ms["p50"]),
+            ("p99_ms", lambda r: r.latency_ms["p99"]),
+        ):
             vals = [get(r) for r in ok] or [0.0]
             row[key], row[f"{key}_lo"], row[f"{key}_hi"] = _mean_ci(vals)
         for k in UTIL_KEYS:
@@ -98,19 +116,27 @@ class SweepTable(Sweep):
     def chart(self, x: str | None = None, y: str = "throughput"):
         """Altair chart of y (mean, with its 95% interval) against x, one line per other axis value."""
         import altair as alt
+
         x = x or next(iter(self.axes))
         others = [k for k in self.axes if k != x]
         data = [dict(r, series=" ".join(f"{k}={r[k]}" for k in others) or y) for r in self.rows if not r["oom"]]
         numeric = all(isinstance(r[x], (int, float)) and not isinstance(r[x], bool) for r in data)
-        xs = alt.X(f"{x}:{'Q' if numeric else 'N'}", title=x,
-                   scale=alt.Scale(type="log") if numeric and min(r[x] for r in data) > 0 else alt.Scale())
+        xs = alt.X(
+            f"{x}:{'Q' if numeric else 'N'}",
+            title=x,
+            scale=alt.Scale(type="log") if numeric and min(r[x] for r in data) > 0 else alt.Scale(),
+        )
         base = alt.Chart(alt.Data(values=data)).encode(x=xs, color=alt.Color("series:N", title=None))
-        band = base.mark_area(opacity=0.25).encode(y=alt.Y(f"{y}_lo:Q", title=y), y2=f"{y}_hi:Q") \
-            if f"{y}_lo" in self.rows[0] else None
+        band = (
+            base.mark_area(opacity=0.25).encode(y=alt.Y(f"{y}_lo:Q", title=y), y2=f"{y}_hi:Q")
+            if f"{y}_lo" in self.rows[0]
+            else None
+        )
         line = base.mark_line(point=True).encode(
             y=alt.Y(f"{y}:Q", title=y),
             tooltip=[alt.Tooltip(f"{k}:{'Q' if numeric and k == x else 'N'}") for k in (x, *others)]
-            + [alt.Tooltip(f"{y}:Q", format=",.2f")])
+            + [alt.Tooltip(f"{y}:Q", format=",.2f")],
+        )
         return (band + line) if band is not None else line
 
 
@@ -128,6 +154,7 @@ class _Progress:
         if self.widget is None and _in_kernel():
             import ipywidgets as W
             from IPython.display import display
+
             self.widget = W.IntProgress(min=0, max=self.total, description="sweep")
             display(self.widget)
         if self.widget is not None:
@@ -150,16 +177,27 @@ def _executor_of(executor):
     """(an Executor or None for inline, whether we own it)."""
     if executor is None:
         return None, False
-    if hasattr(executor, "get_executor") and not isinstance(executor, Executor):   # dask.distributed.Client
+    if hasattr(executor, "get_executor") and not isinstance(executor, Executor):  # dask.distributed.Client
         return executor.get_executor(pure=False), False
     if isinstance(executor, Executor):
         return executor, False
-    raise HwsimError("executor", type(executor).__name__,
-                     "None (a local process pool), a concurrent.futures.Executor or a dask.distributed.Client")
+    raise HwsimError(
+        "executor",
+        type(executor).__name__,
+        "None (a local process pool), a concurrent.futures.Executor or a dask.distributed.Client",
+    )
 
 
-def run_sweep(s, axes: dict, seed: int = 0, seeds: int = 1, method: str = "simulate", executor=None,
-              workers: int | None = None, progress: bool | None = None) -> SweepTable:
+def run_sweep(
+    s,
+    axes: dict,
+    seed: int = 0,
+    seeds: int = 1,
+    method: str = "simulate",
+    executor=None,
+    workers: int | None = None,
+    progress: bool | None = None,
+) -> SweepTable:
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise HwsimError("seeds", seeds, "a positive integer (seeds per point)")
     if method not in ("simulate", "estimate"):
@@ -170,7 +208,7 @@ def run_sweep(s, axes: dict, seed: int = 0, seeds: int = 1, method: str = "simul
     keys = list(axes)
     combos = list(itertools.product(*(axes[k] for k in keys)))
     points = [dict(zip(keys, c)) for c in combos]
-    scenarios = [s.replace(**p).to_dict() for p in points]          # validates every point before any work
+    scenarios = [s.replace(**p).to_dict() for p in points]  # validates every point before any work
     seed_list = [seed + i for i in range(seeds)] if method == "simulate" else [seed]
     tasks = [(i, k) for i in range(len(points)) for k in seed_list]
     runs = [[None] * len(seed_list) for _ in points]
@@ -178,8 +216,10 @@ def run_sweep(s, axes: dict, seed: int = 0, seeds: int = 1, method: str = "simul
     ex, owned = _executor_of(executor)
     if ex is None and method == "simulate" and len(tasks) >= INLINE_BELOW and workers != 1:
         import multiprocessing
-        ex = ProcessPoolExecutor(max_workers=workers or os.cpu_count() or 1,
-                                 mp_context=multiprocessing.get_context("spawn"))
+
+        ex = ProcessPoolExecutor(
+            max_workers=workers or os.cpu_count() or 1, mp_context=multiprocessing.get_context("spawn")
+        )
         owned = True
     try:
         if ex is None:
@@ -201,3 +241,29 @@ def run_sweep(s, axes: dict, seed: int = 0, seeds: int = 1, method: str = "simul
         if ex is not None and owned:
             ex.shutdown(wait=True)
     return SweepTable(points, axes, runs, seed_list)
+
+
+def sweep(
+    scenario,
+    seed: int = 0,
+    method: str = "simulate",
+    seeds: int = 1,
+    executor=None,
+    workers: int | None = None,
+    progress: bool | None = None,
+    **axes,
+):
+    """The cross product of the axes (field=[values]), `seeds` runs per point (seed, seed+1, ...), on `executor`
+    (default: a local process pool when the sweep is worth it; any concurrent.futures.Executor; a
+    dask.distributed.Client). Returns a SweepTable: the Results as a list, `rows` with means and 95%
+    intervals, .to_pandas(), .chart(), .best()."""
+    return run_sweep(
+        as_scenario(scenario),
+        axes,
+        seed=seed,
+        seeds=seeds,
+        method=method,
+        executor=executor,
+        workers=workers,
+        progress=progress,
+    )

@@ -1,11 +1,12 @@
 """Predicted beside published measurements: the cases of the reference table the model covers."""
+
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
+from .api import estimate
 from .core import reference
-from .runner import estimate
 from .core.scenario import Scenario
 
 # case_id -> scenario fields. The published runs used DALI loaders on DGX machines,
@@ -28,29 +29,50 @@ CASES = {
 # (weight_group_size=32: 8.5 and 4.5 bits per weight). llama-bench tg128 generates 128 tokens from an empty
 # prompt; the MLC rows decode 256 tokens after a short prompt. "llama 7B" / CodeLlama-7B have the Llama 2 7B
 # shapes. The vLLM rows give no lengths: 128 prompt and 128 output tokens are assumed.
-_LLAMACPP = dict(kind="llm", fusion="eager", prompt_tokens=1, output_tokens=128, output_tokens_cv=0.0, concurrency=1,
-                 steps=10)
+_LLAMACPP = dict(
+    kind="llm", fusion="eager", prompt_tokens=1, output_tokens=128, output_tokens_cv=0.0, concurrency=1, steps=10
+)
 _MLC = dict(_LLAMACPP, fusion="compiled", prompt_tokens=8, output_tokens=256)
-_VLLM = dict(_LLAMACPP, fusion="compiled", workload="mistral-7b", gpu="a100-sxm-80gb", precision="fp16",
-             prompt_tokens=128, output_tokens=128)
-_F16, _Q8, _Q4 = dict(precision="fp16"), dict(precision="int8", weight_group_size=32), \
-    dict(precision="int4", weight_group_size=32)
+_VLLM = dict(
+    _LLAMACPP,
+    fusion="compiled",
+    workload="mistral-7b",
+    gpu="a100-sxm-80gb",
+    precision="fp16",
+    prompt_tokens=128,
+    output_tokens=128,
+)
+_F16, _Q8, _Q4 = (
+    dict(precision="fp16"),
+    dict(precision="int8", weight_group_size=32),
+    dict(precision="int4", weight_group_size=32),
+)
 _7B, _13B, _70B = dict(workload="llama-2-7b"), dict(workload="llama-2-13b"), dict(workload="llama-2-70b")
 LLM_CASES = {
-    "B1-12": dict(_LLAMACPP, **_7B, gpu="rtx-4090", **_F16), "B1-13": dict(_LLAMACPP, **_7B, gpu="rtx-4090", **_Q8),
-    "B1-14": dict(_LLAMACPP, **_7B, gpu="rtx-3090", **_F16), "B1-15": dict(_LLAMACPP, **_7B, gpu="rtx-3090", **_Q4),
+    "B1-12": dict(_LLAMACPP, **_7B, gpu="rtx-4090", **_F16),
+    "B1-13": dict(_LLAMACPP, **_7B, gpu="rtx-4090", **_Q8),
+    "B1-14": dict(_LLAMACPP, **_7B, gpu="rtx-3090", **_F16),
+    "B1-15": dict(_LLAMACPP, **_7B, gpu="rtx-3090", **_Q4),
     "B1-16": dict(_LLAMACPP, **_7B, gpu="a100-sxm-80gb", **_F16),
     "B1-17": dict(_LLAMACPP, **_7B, gpu="a100-sxm-80gb", **_Q4),
-    "B1-18": dict(_LLAMACPP, **_7B, gpu="h100-pcie", **_F16), "B1-19": dict(_LLAMACPP, **_7B, gpu="h100-pcie", **_Q4),
-    "B1-20": dict(_LLAMACPP, **_7B, gpu="rtx-4090", **_F16), "B1-21": dict(_LLAMACPP, **_7B, gpu="rtx-4090", **_Q4),
-    "B1-22": dict(_LLAMACPP, **_7B, gpu="rtx-3090", **_F16), "B1-23": dict(_LLAMACPP, **_7B, gpu="m2-ultra", **_F16),
-    "B1-24": dict(_LLAMACPP, **_7B, gpu="m2-ultra", **_Q4), "B1-25": dict(_LLAMACPP, **_7B, gpu="m3-max", **_F16),
+    "B1-18": dict(_LLAMACPP, **_7B, gpu="h100-pcie", **_F16),
+    "B1-19": dict(_LLAMACPP, **_7B, gpu="h100-pcie", **_Q4),
+    "B1-20": dict(_LLAMACPP, **_7B, gpu="rtx-4090", **_F16),
+    "B1-21": dict(_LLAMACPP, **_7B, gpu="rtx-4090", **_Q4),
+    "B1-22": dict(_LLAMACPP, **_7B, gpu="rtx-3090", **_F16),
+    "B1-23": dict(_LLAMACPP, **_7B, gpu="m2-ultra", **_F16),
+    "B1-24": dict(_LLAMACPP, **_7B, gpu="m2-ultra", **_Q4),
+    "B1-25": dict(_LLAMACPP, **_7B, gpu="m3-max", **_F16),
     "B1-26": dict(_LLAMACPP, **_7B, gpu="m3-max", **_Q4),
     "B1-27": dict(_LLAMACPP, **_70B, gpu="a100-sxm-80gb", **_Q4),
     "B1-28": dict(_LLAMACPP, **_70B, gpu="m2-ultra", **_Q4),
-    "B1-29": dict(_MLC, **_7B, gpu="rtx-4090", **_Q4), "B1-30": dict(_MLC, **_13B, gpu="rtx-4090", **_Q4),
-    "B1-31": dict(_MLC, **_7B, gpu="rtx-3090-ti", **_Q4), "B1-32": dict(_MLC, **_13B, gpu="rtx-3090-ti", **_Q4),
-    "B1-47": dict(_VLLM), "B1-48": dict(_VLLM, concurrency=10), "B1-49": dict(_VLLM, concurrency=60),
+    "B1-29": dict(_MLC, **_7B, gpu="rtx-4090", **_Q4),
+    "B1-30": dict(_MLC, **_13B, gpu="rtx-4090", **_Q4),
+    "B1-31": dict(_MLC, **_7B, gpu="rtx-3090-ti", **_Q4),
+    "B1-32": dict(_MLC, **_13B, gpu="rtx-3090-ti", **_Q4),
+    "B1-47": dict(_VLLM),
+    "B1-48": dict(_VLLM, concurrency=10),
+    "B1-49": dict(_VLLM, concurrency=60),
 }
 
 
@@ -68,22 +90,39 @@ def table(cases: dict | None = None) -> list[dict]:
         row = rows[cid]
         r = estimate(Scenario(**fields), suggest=False)
         measured = _measured(row)
-        out.append({"case": cid, "model": row["model"], "hardware": row["hardware"], "precision": row["precision"],
-                    "batch": row["batch"], "framework": row["framework"], "measured": measured,
-                    "predicted": r.throughput, "unit": r.throughput_unit, "error": r.throughput / measured - 1.0,
-                    "bottleneck": r.bottleneck, "source": row["source"]})
+        out.append(
+            {
+                "case": cid,
+                "model": row["model"],
+                "hardware": row["hardware"],
+                "precision": row["precision"],
+                "batch": row["batch"],
+                "framework": row["framework"],
+                "measured": measured,
+                "predicted": r.throughput,
+                "unit": r.throughput_unit,
+                "error": r.throughput / measured - 1.0,
+                "bottleneck": r.bottleneck,
+                "source": row["source"],
+            }
+        )
     return out
 
 
 def _section(title: str, rows: list[dict], unit: str) -> list[str]:
-    lines = [f"## {title}", "",
-             f"| case | model | hardware | framework | precision | batch | measured ({unit}) | predicted | error "
-             "| bottleneck | source |",
-             "| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | --- | --- |"]
+    lines = [
+        f"## {title}",
+        "",
+        f"| case | model | hardware | framework | precision | batch | measured ({unit}) | predicted | error "
+        "| bottleneck | source |",
+        "| --- | --- | --- | --- | --- | --- | ---: | ---: | ---: | --- | --- |",
+    ]
     for r in rows:
-        lines.append(f"| {r['case']} | {r['model']} | {r['hardware']} | {r['framework']} | {r['precision']} | "
-                     f"{r['batch']} | {r['measured']:,.1f} | {r['predicted']:,.1f} | {r['error']:+.0%} | "
-                     f"{r['bottleneck']} | {r['source']} |")
+        lines.append(
+            f"| {r['case']} | {r['model']} | {r['hardware']} | {r['framework']} | {r['precision']} | "
+            f"{r['batch']} | {r['measured']:,.1f} | {r['predicted']:,.1f} | {r['error']:+.0%} | "
+            f"{r['bottleneck']} | {r['source']} |"
+        )
     lines += ["", f"Median absolute error: **{median_abs_error(rows):.1%}** over {len(rows)} cases.", ""]
     return lines
 
@@ -96,20 +135,27 @@ LLM_NOTE = (
     "of late 2023 on HBM GPUs (A100, H100) reached about half of their bandwidth per token, and its Q4_0 "
     "kernels a quarter: the model does not know an engine's kernel efficiency, so it over-predicts those rows "
     "by 40-75%. The vLLM rows are a secondary report without lengths or settings and sit 2-3x below the "
-    "bandwidth bound.")
+    "bandwidth bound."
+)
 
 
 def markdown(rows: list[dict], llm_rows: list[dict] | None = None) -> str:
-    lines = ["# Validation against published measurements", "",
-             "Generated by `python -m jupyter_hwsim.validation` from `jupyter_hwsim/data/reference/measurements.csv` "
-             "with `estimate()`; "
-             "the model was not fitted to any of these rows.", ""]
+    lines = [
+        "# Validation against published measurements",
+        "",
+        "Generated by `python -m jupyter_hwsim.validation` from `jupyter_hwsim/data/reference/measurements.csv` "
+        "with `estimate()`; "
+        "the model was not fitted to any of these rows.",
+        "",
+    ]
     lines += _section("ResNet-50 training (samples/s)", rows, "img/s")
     if llm_rows:
         lines += _section("LLM decode (tokens/s, batch 1 unless the batch column says otherwise)", llm_rows, "tok/s")
         lines += [LLM_NOTE, ""]
-    lines += ["Not yet covered: multi-GPU rows (data parallelism is not modelled) and data-pipeline speed-up "
-              "claims (B4).", ""]
+    lines += [
+        "Not yet covered: multi-GPU rows (data parallelism is not modelled) and data-pipeline speed-up claims (B4).",
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -1,26 +1,74 @@
 """The catalogue: required ids, a source for every number, references that exist and resolve to URLs."""
+
 import subprocess
 import sys
 
 from jupyter_hwsim import catalog
 from jupyter_hwsim.core import reference
 
-GPUS = ["t4", "v100-sxm2-16gb", "v100-sxm2-32gb", "a10", "a100-sxm-40gb", "a100-sxm-80gb", "l4", "l40s",
-        "h100-sxm", "h100-pcie", "h200", "b200", "rtx-4090", "rtx-3090", "mi250x", "mi300x", "tpu-v4",
-        "tpu-v5e", "tpu-v5p", "xeon-8480", "m2-ultra", "m3-max", "rtx-3090-ti"]
-SOURCED = {"gpus": ["memory_gb", "memory_bandwidth_gbs", "peak_tflops", "parallel_units", "compute_efficiency",
-                    "memory_efficiency", "launch_overhead_us", "tile", "workspace_gb"],
-           "storage": ["bandwidth_gbs", "latency_ms", "concurrency"],
-           "links": ["bandwidth_gbs", "pageable_factor"],
-           "workloads": ["input_bytes_per_sample", "preprocess_ms_per_sample", "dataset_gb"]}
+GPUS = [
+    "t4",
+    "v100-sxm2-16gb",
+    "v100-sxm2-32gb",
+    "a10",
+    "a100-sxm-40gb",
+    "a100-sxm-80gb",
+    "l4",
+    "l40s",
+    "h100-sxm",
+    "h100-pcie",
+    "h200",
+    "b200",
+    "rtx-4090",
+    "rtx-3090",
+    "mi250x",
+    "mi300x",
+    "tpu-v4",
+    "tpu-v5e",
+    "tpu-v5p",
+    "xeon-8480",
+    "m2-ultra",
+    "m3-max",
+    "rtx-3090-ti",
+]
+SOURCED = {
+    "gpus": [
+        "memory_gb",
+        "memory_bandwidth_gbs",
+        "peak_tflops",
+        "parallel_units",
+        "compute_efficiency",
+        "memory_efficiency",
+        "launch_overhead_us",
+        "tile",
+        "workspace_gb",
+    ],
+    "storage": ["bandwidth_gbs", "latency_ms", "concurrency"],
+    "links": ["bandwidth_gbs", "pageable_factor"],
+    "workloads": ["input_bytes_per_sample", "preprocess_ms_per_sample", "dataset_gb"],
+}
 
 
 def test_required_ids():
     assert set(GPUS) <= set(catalog.names("gpus"))
-    assert {"hdd", "sata-ssd", "nvme-gen3", "nvme-gen4", "nvme-gen5", "network-fs", "ramdisk"} <= set(catalog.names("storage"))
+    assert {"hdd", "sata-ssd", "nvme-gen3", "nvme-gen4", "nvme-gen5", "network-fs", "ramdisk"} <= set(
+        catalog.names("storage")
+    )
     assert {"pcie3", "pcie4", "pcie5", "nvlink-c2c"} <= set(catalog.names("links"))
-    assert {"resnet18", "resnet50", "vit-b16", "bert-base", "bert-large", "gpt2", "llama-2-7b", "llama-2-13b",
-            "llama-2-70b", "llama-3-8b", "mistral-7b", "mlp-small"} <= set(catalog.names("workloads"))
+    assert {
+        "resnet18",
+        "resnet50",
+        "vit-b16",
+        "bert-base",
+        "bert-large",
+        "gpt2",
+        "llama-2-7b",
+        "llama-2-13b",
+        "llama-2-70b",
+        "llama-3-8b",
+        "mistral-7b",
+        "mlp-small",
+    } <= set(catalog.names("workloads"))
 
 
 def test_every_number_has_a_source():
@@ -45,8 +93,9 @@ def test_references_exist():
 
 
 def test_catalog_sources_show_urls():
-    p = subprocess.run([sys.executable, "-m", "jupyter_hwsim", "catalog", "gpus", "--sources"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "jupyter_hwsim", "catalog", "gpus", "--sources"], capture_output=True, text=True
+    )
     assert p.returncode == 0, p.stderr
     t4 = p.stdout.split("\nv100-sxm2-16gb")[0]
     assert "memory_bandwidth_gbs = 320" in t4 and "source: ref:A-NVIDIA_T4-mem_bw" in t4
@@ -62,8 +111,10 @@ def test_catalog_table_has_specs_and_aliases():
 
 
 def test_core_imports_no_jupyter():
-    code = ("import sys, jupyter_hwsim as h; h.simulate(h.Scenario(steps=20), suggest=False); "
-            "bad=[m for m in sys.modules if m.split('.')[0] in ('IPython','ipywidgets','jupyter_server','tornado',"
-            "'altair','jupyterlab','ipykernel','pandas')]; print(bad); sys.exit(1 if bad else 0)")
+    code = (
+        "import sys, jupyter_hwsim as h; h.simulate(h.Scenario(steps=20), suggest=False); "
+        "bad=[m for m in sys.modules if m.split('.')[0] in ('IPython','ipywidgets','jupyter_server','tornado',"
+        "'altair','jupyterlab','ipykernel','pandas')]; print(bad); sys.exit(1 if bad else 0)"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0, p.stdout + p.stderr

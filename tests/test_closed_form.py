@@ -1,4 +1,5 @@
 """Deterministic pipelines run at their bottleneck rate: DES vs. the analytic twin within 1%."""
+
 import pytest
 
 from jupyter_hwsim import Scenario, estimate, simulate
@@ -6,8 +7,9 @@ from jupyter_hwsim import Scenario, estimate, simulate
 CASES = {
     "io": dict(storage="hdd", loader_workers=8),
     "cpu": dict(loader_workers=4),
-    "host_link": dict(workload="mlp-small", batch_size=4096, gpu="h100", host_link_gbs=0.05,
-                      preprocess_ms_per_sample=0.0001),
+    "host_link": dict(
+        workload="mlp-small", batch_size=4096, gpu="h100", host_link_gbs=0.05, preprocess_ms_per_sample=0.0001
+    ),
     "compute": dict(workload="bert-large", gpu="t4", precision="fp32", batch_size=32),
     "memory_bw": dict(workload="resnet50", gpu="t4", precision="fp16", batch_size=64, loader_workers=16),
     "overhead": dict(workload="mlp-small", gpu="h100", batch_size=1, loader_workers=2),

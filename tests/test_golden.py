@@ -1,9 +1,9 @@
 """Every number unchanged: the golden scenarios give the recorded results, bit for bit (see tests/golden/cases.py)."""
+
 import gzip
 import json
 
 import pytest
-
 from golden import cases as golden
 
 with gzip.open(golden.RESULTS, "rt") as _f:

@@ -1,4 +1,5 @@
 """Bad input: one clear error naming the field, the value and what is accepted; nothing half-applied."""
+
 import json
 import pathlib
 import subprocess
@@ -47,8 +48,13 @@ def test_aliases_are_case_insensitive():
 
 
 def test_custom_workload_dict_works_where_a_name_does():
-    w = {"arch": "mlp", "widths": [1024, 4096, 4096, 10], "input_bytes_per_sample": 4096,
-         "preprocess_ms_per_sample": 0.01, "default_batch_size": 128}
+    w = {
+        "arch": "mlp",
+        "widths": [1024, 4096, 4096, 10],
+        "input_bytes_per_sample": 4096,
+        "preprocess_ms_per_sample": 0.01,
+        "default_batch_size": 128,
+    }
     r = simulate(Scenario(workload=w, gpu="l4"), suggest=False)
     assert r.throughput > 0
     assert json.dumps(r.to_dict())
@@ -64,9 +70,18 @@ def _cli(*args):
     return subprocess.run([sys.executable, "-m", "jupyter_hwsim", *args], capture_output=True, text=True, timeout=120)
 
 
-@pytest.mark.parametrize("args", [["run", "gpu=a1000"], ["run", "batch_size=-1"], ["run", "batch_size=nan"],
-                                  ["run", "nonsense"], ["run", "warp=9"], ["sweep", "batch_size=4"],
-                                  ["run", "missing.toml"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "gpu=a1000"],
+        ["run", "batch_size=-1"],
+        ["run", "batch_size=nan"],
+        ["run", "nonsense"],
+        ["run", "warp=9"],
+        ["sweep", "batch_size=4"],
+        ["run", "missing.toml"],
+    ],
+)
 def test_cli_bad_input_exits_2_with_one_line(args):
     p = _cli(*args)
     assert p.returncode == 2
@@ -75,8 +90,9 @@ def test_cli_bad_input_exits_2_with_one_line(args):
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in p.stderr
 
 
-@pytest.mark.parametrize("command", [[sys.executable, "-m", "jupyter_hwsim"],
-                                     [str(pathlib.Path(sys.executable).parent / "jupyter-hwsim")]])
+@pytest.mark.parametrize(
+    "command", [[sys.executable, "-m", "jupyter_hwsim"], [str(pathlib.Path(sys.executable).parent / "jupyter-hwsim")]]
+)
 def test_cli_piped_into_a_reader_that_stops_early_is_quiet(command):
     """`jupyter-hwsim run | head -1`: the reader is gone before the output is written; no traceback."""
     p = subprocess.Popen([*command, "run", "steps=20"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -91,8 +107,18 @@ def test_cli_run_json_and_file(tmp_path):
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     assert d["scenario"]["workload"] == "mlp-small" and d["scenario"]["batch_size"] == 32
-    for key in ("throughput", "throughput_unit", "latency_ms", "utilization", "gpu_time", "bottleneck",
-                "explanation", "suggestions", "memory", "sim"):
+    for key in (
+        "throughput",
+        "throughput_unit",
+        "latency_ms",
+        "utilization",
+        "gpu_time",
+        "bottleneck",
+        "explanation",
+        "suggestions",
+        "memory",
+        "sim",
+    ):
         assert key in d
 
 

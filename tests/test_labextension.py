@@ -1,4 +1,5 @@
 """The sidebar's model code (jest) and the installed extension, from the Python test suite."""
+
 import json
 import re
 import subprocess
@@ -18,18 +19,21 @@ def test_sidebar_model_jest_suite():
 
 
 def test_extensions_are_installed_and_enabled():
-    p = subprocess.run([sys.executable, "-m", "jupyter", "labextension", "list", "--json"], capture_output=True,
-                       text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "jupyter", "labextension", "list", "--json"], capture_output=True, text=True, timeout=120
+    )
     out = p.stdout + p.stderr
-    if p.returncode != 0 or not p.stdout.strip().startswith("{"):   # older CLIs print a table only
-        p = subprocess.run([sys.executable, "-m", "jupyter", "labextension", "list"], capture_output=True,
-                           text=True, timeout=120)
+    if p.returncode != 0 or not p.stdout.strip().startswith("{"):  # older CLIs print a table only
+        p = subprocess.run(
+            [sys.executable, "-m", "jupyter", "labextension", "list"], capture_output=True, text=True, timeout=120
+        )
         out = p.stdout + p.stderr
         line = next(x for x in out.splitlines() if "jupyter-hwsim" in x)
         assert "enabled" in line and "OK" in line, out
     else:
         assert "jupyter-hwsim" in json.dumps(json.loads(p.stdout)), out
-    p = subprocess.run([sys.executable, "-m", "jupyter", "server", "extension", "list"], capture_output=True,
-                       text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "jupyter", "server", "extension", "list"], capture_output=True, text=True, timeout=120
+    )
     line = next(x for x in (p.stdout + p.stderr).splitlines() if "jupyter_hwsim" in x)
     assert "enabled" in line, p.stdout + p.stderr

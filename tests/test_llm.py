@@ -1,26 +1,34 @@
 """LLM generation: decode is bandwidth / bytes, batching shares the weight read, the KV cache fills memory."""
+
 import json
 
 import pytest
 
 from jupyter_hwsim import HwsimError, Scenario, estimate, simulate
-from jupyter_hwsim.core import costs
+from jupyter_hwsim.core import costs, workloads
 from jupyter_hwsim.kinds import llm
-from jupyter_hwsim.core import workloads
 
 ONE = dict(kind="llm", concurrency=1, output_tokens_cv=0.0)
 
 
-@pytest.mark.parametrize("workload, gpu, precision", [
-    ("llama-2-7b", "a100", "fp16"), ("llama-2-13b", "h100", "bf16"), ("mistral-7b", "rtx-4090", "int8"),
-    ("llama-2-70b", "a100", "int4"), ("llama-3-8b", "m2-ultra", "fp16"),
-])
+@pytest.mark.parametrize(
+    "workload, gpu, precision",
+    [
+        ("llama-2-7b", "a100", "fp16"),
+        ("llama-2-13b", "h100", "bf16"),
+        ("mistral-7b", "rtx-4090", "int8"),
+        ("llama-2-70b", "a100", "int4"),
+        ("llama-3-8b", "m2-ultra", "fp16"),
+    ],
+)
 @pytest.mark.parametrize("fn", [estimate, simulate])
 def test_single_stream_decode_is_bandwidth_over_bytes_per_token(workload, gpu, precision, fn):
     """tokens/s = effective bandwidth / bytes read per token (weights + KV cache); the only other term is
     the device's gap between kernels, a few percent for hundreds of kernels per token."""
-    r = fn(Scenario(workload=workload, gpu=gpu, precision=precision, fusion="tensorrt", jitter_cv=0.0, **ONE),
-           suggest=False)
+    r = fn(
+        Scenario(workload=workload, gpu=gpu, precision=precision, fusion="tensorrt", jitter_cv=0.0, **ONE),
+        suggest=False,
+    )
     dev = costs.resolve(Scenario(gpu=gpu)).device
     bw = dev["memory_bandwidth_gbs"] * 1e9 * dev["memory_efficiency"]
     assert r.details["effective_bandwidth_gbs"] * 1e9 == pytest.approx(bw)
@@ -32,7 +40,7 @@ def test_single_stream_decode_is_bandwidth_over_bytes_per_token(workload, gpu, p
     # the bytes are the weights at their precision plus the cache read at the mean context
     m = costs.resolve(Scenario(workload=workload, gpu=gpu, precision=precision, **ONE))
     per_token, _ = workloads.decode_operators(m.workload)
-    weights = sum(op.params for op in per_token) * costs.weight_bytes(m.s)   # the embedding table is not read
+    weights = sum(op.params for op in per_token) * costs.weight_bytes(m.s)  # the embedding table is not read
     assert weights < bytes_per_token < weights * 1.1
 
 
@@ -43,7 +51,7 @@ def test_halving_bytes_per_weight_nearly_doubles_batch_one_decode():
     up8 = rates["int8"].tokens_per_s_per_stream / rates["fp16"].tokens_per_s_per_stream
     up4 = rates["int4"].tokens_per_s_per_stream / rates["int8"].tokens_per_s_per_stream
     assert 1.7 < up8 <= 2.0 and 1.6 < up4 <= 2.0
-    assert up4 < up8    # the fixed parts (KV cache, launch gaps) weigh more as the weights shrink
+    assert up4 < up8  # the fixed parts (KV cache, launch gaps) weigh more as the weights shrink
 
 
 def test_eager_int4_decode_on_a_fast_gpu_waits_on_kernel_launches():
@@ -55,8 +63,10 @@ def test_eager_int4_decode_on_a_fast_gpu_waits_on_kernel_launches():
 
 def test_continuous_batching_beats_static_for_variable_lengths():
     s = Scenario(kind="llm", workload="llama-2-7b", gpu="a100", concurrency=16, output_tokens_cv=0.8, steps=160)
-    static, cont = simulate(s.replace(batching="static"), suggest=False), \
-        simulate(s.replace(batching="continuous"), suggest=False)
+    static, cont = (
+        simulate(s.replace(batching="static"), suggest=False),
+        simulate(s.replace(batching="continuous"), suggest=False),
+    )
     assert cont.throughput > 1.2 * static.throughput
     # with equal lengths there is nothing to waste: the two agree
     same = s.replace(output_tokens_cv=0.0)
@@ -65,24 +75,26 @@ def test_continuous_batching_beats_static_for_variable_lengths():
 
 
 def test_concurrency_amortizes_the_weight_read_until_compute_binds():
-    s = Scenario(kind="llm", workload="llama-3-8b", gpu="a100", prompt_tokens=128, output_tokens=128,
-                 output_tokens_cv=0.0)
+    s = Scenario(
+        kind="llm", workload="llama-3-8b", gpu="a100", prompt_tokens=128, output_tokens=128, output_tokens_cv=0.0
+    )
     by_c = {c: estimate(s.replace(concurrency=c), suggest=False) for c in (1, 8, 64, 512)}
     assert by_c[1].bottleneck == "memory_bw" and by_c[512].bottleneck == "compute"
     tput = [by_c[c].throughput for c in (1, 8, 64, 512)]
     assert tput == sorted(tput)
-    assert by_c[8].throughput > 6 * by_c[1].throughput          # nearly free while memory-bound
+    assert by_c[8].throughput > 6 * by_c[1].throughput  # nearly free while memory-bound
     per_stream = [by_c[c].tokens_per_s_per_stream for c in (1, 8, 64, 512)]
-    assert per_stream == sorted(per_stream, reverse=True)        # each stream slows as the batch grows
+    assert per_stream == sorted(per_stream, reverse=True)  # each stream slows as the batch grows
     assert by_c[1].utilization["gpu_mfu"] < 0.05 < by_c[1].utilization["hbm_bw"]
 
 
 def test_kv_cache_size_and_the_largest_concurrency_that_fits():
-    s = Scenario(kind="llm", workload="llama-2-70b", gpu="h100", precision="int4", prompt_tokens=1024,
-                 output_tokens=1024)
+    s = Scenario(
+        kind="llm", workload="llama-2-70b", gpu="h100", precision="int4", prompt_tokens=1024, output_tokens=1024
+    )
     m = costs.resolve(s)
     w = m.workload
-    per_seq = 2 * w["layers"] * w["kv_heads"] * (w["hidden"] // w["heads"]) * 2048 * 2   # fp16 K and V
+    per_seq = 2 * w["layers"] * w["kv_heads"] * (w["hidden"] // w["heads"]) * 2048 * 2  # fp16 K and V
     mem = llm.memory(m)
     assert mem["kv_gb_per_sequence"] * 1e9 == pytest.approx(per_seq)
     assert mem["kv_cache_gb"] == pytest.approx(16 * per_seq / 1e9)
@@ -102,20 +114,28 @@ def test_kv_precision_and_grouped_query_attention_shrink_the_cache():
     mha = llm.memory(costs.resolve(Scenario(workload="llama-2-7b", **base)))
     gqa = llm.memory(costs.resolve(Scenario(workload="llama-3-8b", **base)))
     fp8 = llm.memory(costs.resolve(Scenario(workload="llama-2-7b", kv_precision="fp8", **base)))
-    assert gqa["kv_gb_per_sequence"] == pytest.approx(mha["kv_gb_per_sequence"] / 4)   # 8 of 32 KV heads
+    assert gqa["kv_gb_per_sequence"] == pytest.approx(mha["kv_gb_per_sequence"] / 4)  # 8 of 32 KV heads
     assert fp8["kv_gb_per_sequence"] == pytest.approx(mha["kv_gb_per_sequence"] / 2)
 
 
 def test_group_scales_add_the_bytes_of_q4_0():
     s = Scenario(kind="llm", precision="int4", weight_group_size=32)
-    assert costs.weight_bytes(s) * 8 == pytest.approx(4.5)           # Q4_0: 18 bytes per 32 weights
+    assert costs.weight_bytes(s) * 8 == pytest.approx(4.5)  # Q4_0: 18 bytes per 32 weights
     assert costs.weight_bytes(s.replace(weight_group_size=0)) == 0.5
 
 
 def test_estimate_and_simulation_agree_without_variability():
     for batching in ("static", "continuous"):
-        s = Scenario(kind="llm", workload="mistral-7b", gpu="h100", concurrency=8, output_tokens_cv=0.0,
-                     jitter_cv=0.0, batching=batching, steps=64)
+        s = Scenario(
+            kind="llm",
+            workload="mistral-7b",
+            gpu="h100",
+            concurrency=8,
+            output_tokens_cv=0.0,
+            jitter_cv=0.0,
+            batching=batching,
+            steps=64,
+        )
         e, r = estimate(s, suggest=False), simulate(s, suggest=False)
         assert r.throughput == pytest.approx(e.throughput, rel=0.03), batching
         assert r.latency_ms["p50"] == pytest.approx(e.latency_ms["p50"], rel=0.03), batching
@@ -125,7 +145,7 @@ def test_arrivals_time_to_first_token_and_idle_gpu():
     s = Scenario(kind="llm", workload="llama-2-7b", gpu="a100", arrival_rate_rps=0.5, concurrency=16, steps=40)
     r = simulate(s, suggest=False)
     prefill_ms = llm.prefill(costs.resolve(s), 1).step_s * 1e3
-    assert r.ttft_ms["p50"] == pytest.approx(prefill_ms, rel=0.5)      # no queue: a prefill plus a step
+    assert r.ttft_ms["p50"] == pytest.approx(prefill_ms, rel=0.5)  # no queue: a prefill plus a step
     assert r.throughput == pytest.approx(0.5 * s.output_tokens, rel=0.35)
     assert r.bottleneck == "arrivals" and r.gpu_time["idle"] > 0.5
     assert all(x.get("metric") == "p99 latency" for x in simulate(s).suggestions)
@@ -136,20 +156,23 @@ def test_decode_operators_follow_the_architecture():
     per_token, per_ctx = workloads.decode_operators(w)
     params = sum(op.params for op in per_token)
     total = sum(op.params for op in workloads.operators(w, 1))
-    assert params == pytest.approx(total - w["vocab"] * w["hidden"])   # every weight but the embedding table
+    assert params == pytest.approx(total - w["vocab"] * w["hidden"])  # every weight but the embedding table
     assert workloads.kv_values_per_token(w) == 2 * 32 * 8 * 128
 
 
-@pytest.mark.parametrize("fields, field", [
-    (dict(kind="llm", prompt_tokens=4096), "prompt_tokens"),
-    (dict(kind="llm", prompt_tokens=4000, output_tokens=200), "output_tokens"),
-    (dict(kind="llm", concurrency=0), "concurrency"),
-    (dict(kind="llm", arrival_rate_rps=0), "arrival_rate_rps"),
-    (dict(kind="llm", workload="resnet50"), "workload"),
-    (dict(kind="llm", batching="dynamic"), "batching"),
-    (dict(kind="llm", kv_precision="fp4"), "kv_precision"),
-    (dict(kind="llm", output_tokens_cv=-1), "output_tokens_cv"),
-])
+@pytest.mark.parametrize(
+    "fields, field",
+    [
+        (dict(kind="llm", prompt_tokens=4096), "prompt_tokens"),
+        (dict(kind="llm", prompt_tokens=4000, output_tokens=200), "output_tokens"),
+        (dict(kind="llm", concurrency=0), "concurrency"),
+        (dict(kind="llm", arrival_rate_rps=0), "arrival_rate_rps"),
+        (dict(kind="llm", workload="resnet50"), "workload"),
+        (dict(kind="llm", batching="dynamic"), "batching"),
+        (dict(kind="llm", kv_precision="fp4"), "kv_precision"),
+        (dict(kind="llm", output_tokens_cv=-1), "output_tokens_cv"),
+    ],
+)
 def test_bad_llm_inputs_name_the_field(fields, field):
     with pytest.raises(HwsimError) as e:
         Scenario(**fields)

@@ -1,4 +1,5 @@
 """Operational laws over random valid scenarios (Hypothesis)."""
+
 import math
 
 from hypothesis import HealthCheck, given, settings
@@ -35,9 +36,9 @@ def test_operational_laws(s, seed):
         return
     m = costs.resolve(s)
     d = costs.demands(m)
-    x = r.throughput / m.batch    # batches/s
+    x = r.throughput / m.batch  # batches/s
     # utilization law U = X * S, with S the mean (jittered) service time: lognormal mean 1
-    tol = 0.05 if s.jitter_cv == 0 else 0.25   # short windows see loader bursts at their edges
+    tol = 0.05 if s.jitter_cv == 0 else 0.25  # short windows see loader bursts at their edges
     assert r.utilization["storage"] == _approx(x * d.storage_s, tol)
     assert r.utilization["host_link"] == _approx(x * d.copy_s, tol)
     assert r.utilization["gpu_busy"] == _approx(x * (d.step.compute_s + d.step.memory_s), tol)
@@ -53,6 +54,7 @@ def test_operational_laws(s, seed):
 
 def _approx(v, tol):
     import pytest
+
     return pytest.approx(v, rel=tol, abs=0.01)
 
 

@@ -1,4 +1,5 @@
 """A fresh clone stands on its own: its tests pass from a copy with nothing beside it, and read nothing outside it."""
+
 import shutil
 import subprocess
 import sys
@@ -31,7 +32,12 @@ _AUDIT = textwrap.dedent("""
 def _tracked_files():
     """What a clone of this checkout would hold once committed: tracked and untracked files git does not ignore."""
     try:
-        out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True).stdout
+        out = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout
     except (OSError, subprocess.CalledProcessError):
         pytest.skip("not a git checkout")
     return [f for f in out.decode().split("\0") if f]
@@ -47,15 +53,20 @@ def test_tests_pass_from_a_copy_with_nothing_beside_it(tmp_path):
             shutil.copy2(ROOT / f, copy / f)
     decoy = tmp_path / "outer" / "shared" / "reference"
     shutil.copytree(copy / "jupyter_hwsim" / "data" / "reference", decoy)
-    p = subprocess.run([sys.executable, "-c", _AUDIT, str(copy), "tests/test_catalog.py", "tests/test_validation.py"],
-                       cwd=copy, capture_output=True, text=True, env={"PYTHONPATH": str(copy), "PATH": "/usr/bin:/bin"})
+    p = subprocess.run(
+        [sys.executable, "-c", _AUDIT, str(copy), "tests/test_catalog.py", "tests/test_validation.py"],
+        cwd=copy,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(copy), "PATH": "/usr/bin:/bin"},
+    )
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-2000:]
     assert " passed" in p.stdout
 
 
 def test_nothing_names_a_folder_beside_the_repository():
     """The design repository's folder is not there in a clone: no code, notebook or CI script may name it."""
-    banned = ("../" + "shared", "shared" + "/reference")   # spelled in pieces so this file does not match itself
+    banned = ("../" + "shared", "shared" + "/reference")  # spelled in pieces so this file does not match itself
     for f in _tracked_files():
         if f.endswith((".py", ".ipynb", ".ts", ".toml", ".cfg")) or f.startswith(".ci/"):
             text = (ROOT / f).read_text(errors="replace")

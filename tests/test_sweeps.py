@@ -1,4 +1,5 @@
 """Sweeps at scale: the same table on any executor, intervals that shrink with seeds, best() under a limit."""
+
 import csv
 import subprocess
 import sys
@@ -8,8 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import psutil
 import pytest
 
-from jupyter_hwsim import HwsimError, Scenario, sweep
-from jupyter_hwsim import sweeps
+from jupyter_hwsim import HwsimError, Scenario, sweep, sweeps
 
 BASE = Scenario(workload="resnet50", gpu="a100", steps=40)
 AXES = dict(batch_size=[16, 64], loader_workers=[2, 8])
@@ -22,16 +22,17 @@ def _strip(table):
 @pytest.fixture(scope="module")
 def dask_cluster():
     from dask.distributed import LocalCluster
-    cluster = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None,
-                           processes=True)
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, host="127.0.0.1", dashboard_address=None, processes=True)
     yield cluster
     cluster.close()
 
 
 def test_identical_tables_on_every_executor(dask_cluster):
     from dask.distributed import Client
+
     inline = sweep(BASE, seeds=2, workers=1, **AXES)
-    pooled = sweep(BASE, seeds=2, workers=2, **AXES)                  # 8 tasks < INLINE_BELOW: force a pool
+    pooled = sweep(BASE, seeds=2, workers=2, **AXES)  # 8 tasks < INLINE_BELOW: force a pool
     pooled_big = sweeps.run_sweep(BASE, dict(AXES, fusion=["eager", "compiled"]), seeds=2, workers=2)
     with ThreadPoolExecutor(2) as ex:
         threaded = sweep(BASE, seeds=2, executor=ex, **AXES)
@@ -46,7 +47,7 @@ def test_identical_tables_on_every_executor(dask_cluster):
 def test_confidence_intervals_shrink_as_seeds_grow():
     s = BASE.replace(jitter_cv=0.5, loader_workers=4)
     few, many = sweep(s, seeds=3, workers=1, batch_size=[32]), sweep(s, seeds=12, workers=1, batch_size=[32])
-    w = lambda t: t.rows[0]["throughput_hi"] - t.rows[0]["throughput_lo"]   # noqa: E731
+    w = lambda t: t.rows[0]["throughput_hi"] - t.rows[0]["throughput_lo"]  # noqa: E731
     assert 0 < w(many) < w(few)
     for t in (few, many):
         row = t.rows[0]
@@ -56,12 +57,15 @@ def test_confidence_intervals_shrink_as_seeds_grow():
 
 
 def test_best_respects_its_limit():
-    t = sweep(Scenario(kind="inference", workload="resnet50", gpu="a100", loader_workers=32, cpu_cores=64),
-              method="estimate", batch_size=[1, 4, 16, 64, 256, 1024])
+    t = sweep(
+        Scenario(kind="inference", workload="resnet50", gpu="a100", loader_workers=32, cpu_cores=64),
+        method="estimate",
+        batch_size=[1, 4, 16, 64, 256, 1024],
+    )
     best = t.best("throughput", p99_ms=50)
     assert best["p99_ms"] <= 50
     assert all(r["throughput"] <= best["throughput"] for r in t.rows if r["p99_ms"] <= 50)
-    assert any(r["throughput"] > best["throughput"] for r in t.rows)       # the limit bites
+    assert any(r["throughput"] > best["throughput"] for r in t.rows)  # the limit bites
     assert t.best("throughput", p99_ms=1e-6) is None
     assert t.best("p99_ms", maximize=False)["batch_size"] == 1
     with pytest.raises(HwsimError):
@@ -78,8 +82,9 @@ def test_pandas_and_chart():
     assert len(values) == 4 and {"throughput_lo", "throughput_hi", "series"} <= set(values[0])
 
 
-@pytest.mark.parametrize("kw, field", [(dict(seeds=0), "seeds"), (dict(executor="cluster"), "executor"),
-                                       (dict(method="guess"), "method")])
+@pytest.mark.parametrize(
+    "kw, field", [(dict(seeds=0), "seeds"), (dict(executor="cluster"), "executor"), (dict(method="guess"), "method")]
+)
 def test_bad_sweep_arguments(kw, field):
     with pytest.raises(HwsimError) as e:
         sweep(BASE, batch_size=[8, 16], **kw)
@@ -107,16 +112,49 @@ def test_keyboard_interrupt_stops_the_pool_cleanly(monkeypatch):
 
 def test_cli_seeds_workers_csv_and_dask(tmp_path, dask_cluster):
     path = tmp_path / "s.csv"
-    p = subprocess.run([sys.executable, "-m", "jupyter_hwsim", "sweep", "batch_size=16,64", "steps=40",
-                        "--seeds", "3", "--workers", "2", "--csv", str(path)], capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jupyter_hwsim",
+            "sweep",
+            "batch_size=16,64",
+            "steps=40",
+            "--seeds",
+            "3",
+            "--workers",
+            "2",
+            "--csv",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     rows = list(csv.DictReader(path.open()))
     assert [r["batch_size"] for r in rows] == ["16", "64"] and rows[0]["seeds"] == "3"
-    p = subprocess.run([sys.executable, "-m", "jupyter_hwsim", "sweep", "batch_size=16,64", "steps=40",
-                        "--dask", dask_cluster.scheduler_address, "--json"], capture_output=True, text=True,
-                       timeout=300)
+    p = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jupyter_hwsim",
+            "sweep",
+            "batch_size=16,64",
+            "steps=40",
+            "--dask",
+            dask_cluster.scheduler_address,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
-    p = subprocess.run([sys.executable, "-m", "jupyter_hwsim", "sweep", "batch_size=16,64", "--dask",
-                        "tcp://127.0.0.1:9"], capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "jupyter_hwsim", "sweep", "batch_size=16,64", "--dask", "tcp://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2 and p.stderr.startswith("error: --dask=")

@@ -1,4 +1,5 @@
 """The lessons the product teaches must hold in the model."""
+
 import pytest
 
 from jupyter_hwsim import Scenario, estimate, simulate
@@ -9,7 +10,7 @@ def test_more_workers_help_a_cpu_bound_pipeline_until_cores_run_out():
     tput = {w: simulate(base.replace(loader_workers=w), suggest=False).throughput for w in (2, 4, 8, 16, 32)}
     assert tput[2] < tput[4] < tput[8]
     assert tput[4] == pytest.approx(2 * tput[2], rel=0.05)
-    assert tput[16] == pytest.approx(tput[8], rel=0.05)   # workers beyond cores add nothing
+    assert tput[16] == pytest.approx(tput[8], rel=0.05)  # workers beyond cores add nothing
     assert tput[32] == pytest.approx(tput[8], rel=0.05)
 
 
@@ -25,16 +26,26 @@ def test_faster_gpu_barely_helps_an_input_bound_pipeline():
 
 
 def test_batch_one_of_a_small_model_is_busy_but_not_useful():
-    r = simulate(Scenario(kind="inference", workload="bert-base", gpu="a100", batch_size=1, loader_workers=4,
-                          precision="fp16"), suggest=False)
+    r = simulate(
+        Scenario(kind="inference", workload="bert-base", gpu="a100", batch_size=1, loader_workers=4, precision="fp16"),
+        suggest=False,
+    )
     assert r.utilization["gpu_busy"] > 0.5
     assert r.utilization["gpu_mfu"] < 0.1
     assert r.utilization["gpu_busy"] > 8 * r.utilization["gpu_mfu"]
 
 
 def test_fp16_roughly_doubles_a_compute_bound_step_on_tensor_cores():
-    s = Scenario(kind="training", workload="bert-large", gpu="a100", batch_size=16, seq_len=512,
-                 precision="tf32", loader_workers=8, jitter_cv=0.0)
+    s = Scenario(
+        kind="training",
+        workload="bert-large",
+        gpu="a100",
+        batch_size=16,
+        seq_len=512,
+        precision="tf32",
+        loader_workers=8,
+        jitter_cv=0.0,
+    )
     tf32, fp16 = estimate(s, suggest=False), estimate(s.replace(precision="fp16"), suggest=False)
     assert tf32.bottleneck == "compute"
     assert 1.6 < fp16.throughput / tf32.throughput < 2.2
@@ -51,8 +62,15 @@ def test_llama_70b_fp16_on_a_24gb_gpu_is_out_of_memory_with_the_breakdown():
 
 
 def test_compiled_beats_eager_at_small_batch():
-    s = Scenario(kind="inference", workload="bert-base", gpu="h100", batch_size=1, loader_workers=4,
-                 precision="fp16", jitter_cv=0.0)
+    s = Scenario(
+        kind="inference",
+        workload="bert-base",
+        gpu="h100",
+        batch_size=1,
+        loader_workers=4,
+        precision="fp16",
+        jitter_cv=0.0,
+    )
     eager, compiled = simulate(s, suggest=False), simulate(s.replace(fusion="compiled"), suggest=False)
     trt = simulate(s.replace(fusion="tensorrt"), suggest=False)
     assert eager.bottleneck == "overhead"
@@ -70,7 +88,10 @@ def test_unsupported_precision_falls_back_with_a_warning():
 def test_same_seed_same_result_and_different_seed_differs():
     s = Scenario(jitter_cv=0.3, steps=100)
     a, b, c = simulate(s, seed=3), simulate(s, seed=3), simulate(s, seed=4)
-    strip = lambda r: {**r.to_dict(timeline=True), "sim": {**r.sim, "wall_ms": 0}}
+
+    def strip(r):
+        return {**r.to_dict(timeline=True), "sim": {**r.sim, "wall_ms": 0}}
+
     assert strip(a) == strip(b)
     assert a.throughput != c.throughput
 
@@ -84,11 +105,13 @@ def test_timeline_holds_every_stage():
 
 def test_precision_error_is_measured_and_grows_as_bits_shrink():
     from jupyter_hwsim.core.precision import matmul_error
+
     errs = [matmul_error(p) for p in ("fp32", "fp16", "int8", "int4")]
     assert errs == sorted(errs) and errs[0] < 1e-6 and errs[-1] > 0.05
-    assert matmul_error("bf16") > matmul_error("fp16")   # fewer mantissa bits
-    r = estimate(Scenario(kind="inference", workload="resnet50", gpu="l4", precision="int4", batch_size=8),
-                 suggest=False)
+    assert matmul_error("bf16") > matmul_error("fp16")  # fewer mantissa bits
+    r = estimate(
+        Scenario(kind="inference", workload="resnet50", gpu="l4", precision="int4", batch_size=8), suggest=False
+    )
     assert any("relative error" in w for w in r.warnings)
     assert r.details["precision_error"] == matmul_error("int4")
 
@@ -97,9 +120,11 @@ def test_grouped_scales_shrink_the_int4_error():
     """A scale per 32 weights (llama.cpp Q4_0, MLC q4f16_1) fits each group's range: less error than one
     scale per channel, still more than int8; the result reports the error of the grouping it runs."""
     from jupyter_hwsim.core.precision import matmul_error
+
     assert matmul_error("int8") < matmul_error("int4", 32) < matmul_error("int4", 128) < matmul_error("int4")
-    r = estimate(Scenario(kind="llm", workload="llama-2-7b", gpu="a100", precision="int4", weight_group_size=32),
-                 suggest=False)
+    r = estimate(
+        Scenario(kind="llm", workload="llama-2-7b", gpu="a100", precision="int4", weight_group_size=32), suggest=False
+    )
     assert r.details["precision_error"] == matmul_error("int4", 32)
 
 
@@ -109,10 +134,13 @@ def test_no_loader_workers_is_explained_as_no_overlap():
     assert r.bottleneck == "cpu" and "loader_workers=0" in r.explanation and "worker(s)" not in r.explanation
 
 
-@pytest.mark.parametrize("change,named,behind,relief", [
-    (dict(loader_workers=9), "memory_bw", "the data loader", dict(gpu="h100")),
-    (dict(preprocess_ms_per_sample=3.1), "cpu", "the GPU step", dict(loader_workers=16, cpu_cores=32)),
-])
+@pytest.mark.parametrize(
+    "change,named,behind,relief",
+    [
+        (dict(loader_workers=9), "memory_bw", "the data loader", dict(gpu="h100")),
+        (dict(preprocess_ms_per_sample=3.1), "cpu", "the GPU step", dict(loader_workers=16, cpu_cores=32)),
+    ],
+)
 def test_a_stage_close_behind_the_bottleneck_caps_what_relieving_it_gains(change, named, behind, relief):
     """Two stages near saturation: the explanation names the runner-up and its spare capacity, and relieving the
     bottleneck alone gains about that much (bottleneck law), not what the bottleneck's own speed-up promises."""
@@ -126,10 +154,12 @@ def test_a_stage_close_behind_the_bottleneck_caps_what_relieving_it_gains(change
 
 
 def test_no_stage_close_behind_says_nothing_of_one():
-    for s in (Scenario(workload="resnet50", gpu="a100", loader_workers=12),   # the loader has 30% to spare
-              Scenario(workload="resnet50", gpu="a100", storage="hdd")):
+    for s in (
+        Scenario(workload="resnet50", gpu="a100", loader_workers=12),  # the loader has 30% to spare
+        Scenario(workload="resnet50", gpu="a100", storage="hdd"),
+    ):
         assert "Close behind" not in simulate(s, suggest=False).explanation
-    tied = simulate(Scenario(workload="resnet50", gpu="a100"))   # the default: loader and GPU within 1%
+    tied = simulate(Scenario(workload="resnet50", gpu="a100"))  # the default: loader and GPU within 1%
     assert "The data loader is as saturated: relieving the GPU alone gains next to nothing." in tied.explanation
     gpu_side = [x["speedup"] for x in tied.suggestions if x["change"].split("=")[0] in ("gpu", "fusion", "precision")]
     assert gpu_side and max(gpu_side) < 1.05

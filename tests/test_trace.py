@@ -1,4 +1,5 @@
 """Chrome/Perfetto trace export: valid events, one track per stage and worker, busy time = utilization."""
+
 import json
 import subprocess
 import sys
@@ -11,8 +12,11 @@ REQUIRED = {"name", "ph", "ts", "dur", "pid", "tid"}
 
 
 def _busy(trace, track_name, lo, hi, name=None):
-    tid = next(e["tid"] for e in trace["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"
-               and e["args"]["name"] == track_name)
+    tid = next(
+        e["tid"]
+        for e in trace["traceEvents"]
+        if e["ph"] == "M" and e["name"] == "thread_name" and e["args"]["name"] == track_name
+    )
     total = 0.0
     for e in trace["traceEvents"]:
         if e["ph"] == "X" and e["tid"] == tid and (name is None or e["name"] == name):
@@ -21,9 +25,20 @@ def _busy(trace, track_name, lo, hi, name=None):
     return total / (hi - lo)
 
 
-@pytest.mark.parametrize("fields", [dict(storage="sata-ssd", loader_workers=4, jitter_cv=0.0),
-                                    dict(workload="mlp-small", gpu="h100", batch_size=4096, host_link_gbs=0.05,
-                                         preprocess_ms_per_sample=0.0001, jitter_cv=0.0)])
+@pytest.mark.parametrize(
+    "fields",
+    [
+        dict(storage="sata-ssd", loader_workers=4, jitter_cv=0.0),
+        dict(
+            workload="mlp-small",
+            gpu="h100",
+            batch_size=4096,
+            host_link_gbs=0.05,
+            preprocess_ms_per_sample=0.0001,
+            jitter_cv=0.0,
+        ),
+    ],
+)
 def test_trace_matches_the_timeline_and_the_utilization(tmp_path, fields):
     r = simulate(Scenario(steps=100, **fields), suggest=False)
     path = tmp_path / "t.json"
@@ -55,10 +70,18 @@ def test_serving_and_llm_traces_have_their_tracks():
 
 def test_cli_writes_a_trace(tmp_path):
     path = tmp_path / "run.json"
-    p = subprocess.run([sys.executable, "-m", "jupyter_hwsim", "run", "steps=30", "--trace", str(path)],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "jupyter_hwsim", "run", "steps=30", "--trace", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 0, p.stderr
     assert json.loads(path.read_text())["traceEvents"]
-    p = subprocess.run([sys.executable, "-m", "jupyter_hwsim", "run", "steps=30", "--trace", "/nonexistent/x.json"],
-                       capture_output=True, text=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "jupyter_hwsim", "run", "steps=30", "--trace", "/nonexistent/x.json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert p.returncode == 2 and p.stderr.startswith("error: --trace=")

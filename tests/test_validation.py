@@ -1,4 +1,5 @@
 """Predicted vs. published measurements (the report itself is written by `python -m jupyter_hwsim.validation`)."""
+
 from conftest import ROOT
 
 from jupyter_hwsim import validation

@@ -3,6 +3,7 @@ JPEG files decoded and augmented in the loader, a 3-conv CNN trained on the CPU.
 
 Needs the torch extra (PyTorch and Pillow). The dataset lives in this module, not in a notebook, so
 loader workers can be started by spawning as well as by forking (macOS, Windows)."""
+
 from __future__ import annotations
 
 import os
@@ -23,6 +24,7 @@ class Jpegs:
         import numpy as np
         import torch
         from PIL import Image
+
         rng = np.random.default_rng(i)
         img = Image.open(self.files[i]).convert("RGB")
         img = img.rotate(float(rng.uniform(-15, 15)), resample=Image.BILINEAR)
@@ -39,6 +41,7 @@ def write_images(root, n: int = 256) -> Jpegs:
     """n JPEGs of 160 px (smooth patterns plus noise) in root, and the dataset over them."""
     import numpy as np
     from PIL import Image
+
     root = pathlib.Path(root)
     rng = np.random.default_rng(0)
     y, x = np.mgrid[0:160, 0:160]
@@ -52,12 +55,19 @@ def write_images(root, n: int = 256) -> Jpegs:
 def make_step():
     """One SGD training step of a small CNN (6,362 parameters) on the CPU: step(batch)."""
     import torch
+
     torch.manual_seed(0)
     net = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.ReLU(),
-        torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), torch.nn.ReLU(),
-        torch.nn.Conv2d(16, 32, 3, stride=2, padding=1), torch.nn.ReLU(), torch.nn.AdaptiveAvgPool2d(1),
-        torch.nn.Flatten(), torch.nn.Linear(32, 10))
+        torch.nn.Conv2d(3, 8, 3, stride=2, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 16, 3, stride=2, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 32, 3, stride=2, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(32, 10),
+    )
     opt = torch.optim.SGD(net.parameters(), lr=0.01)
     loss_fn = torch.nn.CrossEntropyLoss()
 
@@ -66,11 +76,17 @@ def make_step():
         opt.zero_grad()
         loss_fn(net(x), y).backward()
         opt.step()
+
     return step
 
 
 def loader(ds, batch_size: int, num_workers: int):
     """One long epoch (sampling with replacement), as a long training run sees it."""
     from torch.utils.data import DataLoader, RandomSampler
-    return DataLoader(ds, batch_size=batch_size, num_workers=num_workers,
-                      sampler=RandomSampler(ds, replacement=True, num_samples=10 ** 6))
+
+    return DataLoader(
+        ds,
+        batch_size=batch_size,
+        num_workers=num_workers,
+        sampler=RandomSampler(ds, replacement=True, num_samples=10**6),
+    )

@@ -16,6 +16,7 @@ The local CPU becomes a measured device whose rates reproduce the step times; it
 share the cores with the loader workers (see engine._SharedCores). PyTorch is imported only here
 (`pip install jupyter-hwsim[torch]`).
 """
+
 from __future__ import annotations
 
 import math
@@ -30,14 +31,25 @@ from ..core.errors import HwsimError
 from ..core.scenario import Scenario
 
 # aten operators that compute with tensor cores / GEMM kernels (forward and backward)
-_MATMUL_OPS = ("convolution", "convolution_backward", "mm", "addmm", "bmm", "baddbmm", "matmul", "linear",
-               "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-               "_scaled_dot_product_flash_attention_for_cpu")
+_MATMUL_OPS = (
+    "convolution",
+    "convolution_backward",
+    "mm",
+    "addmm",
+    "bmm",
+    "baddbmm",
+    "matmul",
+    "linear",
+    "_scaled_dot_product_flash_attention",
+    "_scaled_dot_product_efficient_attention",
+    "_scaled_dot_product_flash_attention_for_cpu",
+)
 
 
 @dataclass(frozen=True)
 class Calibration:
     """A calibrated scenario and what was measured to build it; replace() gives what-if scenarios."""
+
     scenario: Scenario
     measured: dict
     predicted: dict
@@ -49,35 +61,84 @@ class Calibration:
         m, p = self.measured, self.predicted
         rows = [
             ("batch size / loader workers / cores", f"{m['batch_size']} / {m['num_workers']} / {m['cpu_cores']}"),
-            ("load a batch in the main process", f"{m['load_ms']:.2f} ms ({m['io_ms_per_sample']:.3f} ms/sample I/O wait" +
-             (f"; {m['preprocess_ms_per_batch']:.2f} ms of it per batch whatever its size, from "
-              f"{m['load_half_ms']:.2f} ms at batch {m['half_batch']})" if m["load_half_ms"] is not None else ")")),
-            ("load a batch on one thread / in a worker", f"{m['load1_ms']:.2f} ms / {m['worker_ms']:.2f} ms, "
-             f"then {m['receive_ms']:.2f} ms to take it"),
-            (f"step at batch {m['batch_size']} / {m['half_batch']}" + (f" / {2 * m['batch_size']}" if m["double_step_ms"] else ""),
-             f"{m['step_ms']:.2f} ms / {m['half_step_ms']:.2f} ms" +
-             (f" / {m['double_step_ms']:.2f} ms" if m["double_step_ms"] else "") + f" (cv {m['step_cv']:.2f}), " +
-             (f"{m['step_threads']} thread(s) using {m['step_cores']:.2f} cores" if m["device"] == "cpu"
-              else f"on {m['device']}, synchronized")),
-            ("the step's threads after it", f"{m['spin_ms']:.1f} ms of CPU in a {SPIN_WAIT_S * 1e3:.0f} ms wait: "
-             + ("they spin for the next operator (OpenMP), on cores the loader workers need"
-                if m["spin_ms"] >= 1 else "they sleep")),
-            ("copy to the device", "none: the step runs on the CPU" if m["device"] == "cpu" else
-             f"{m['copy_bytes_per_batch'] / 1e6:.2f} MB per batch: {m['copy_pageable_ms']:.3f} ms pageable" +
-             (f", {m['copy_pinned_ms']:.3f} ms pinned" if m["copy_pinned_ms"] is not None else ", no pinned memory here") +
-             (" (the loader pins)" if m["pin_memory"] else "")),
-            ("step operators", f"{m['kernels']} per step, {m['gflops_per_step']:.3f} GFLOP, "
-             f"{m['params']:,} parameters, {m['kind']}"),
-            ("memory bandwidth", f"{m['memory_bandwidth_gbs']:.1f} GB/s (" +
-             ("a NumPy copy)" if m["device"] == "cpu" else f"a copy on {m['device']})")),
-            ("fitted device", f"{m['device_gflops']:.1f} GFLOP/s, {m['per_op_us']:.1f} us per operator" +
-             (f"; beside the workers the step runs at {m['contention']['step']:.2f} of its fair share of the cores "
-              f"and a worker loses {m['contention']['worker_ms_per_batch']:.2f} ms per batch" if m["contention"] else "")),
+            (
+                "load a batch in the main process",
+                f"{m['load_ms']:.2f} ms ({m['io_ms_per_sample']:.3f} ms/sample I/O wait"
+                + (
+                    f"; {m['preprocess_ms_per_batch']:.2f} ms of it per batch whatever its size, from "
+                    f"{m['load_half_ms']:.2f} ms at batch {m['half_batch']})"
+                    if m["load_half_ms"] is not None
+                    else ")"
+                ),
+            ),
+            (
+                "load a batch on one thread / in a worker",
+                f"{m['load1_ms']:.2f} ms / {m['worker_ms']:.2f} ms, then {m['receive_ms']:.2f} ms to take it",
+            ),
+            (
+                f"step at batch {m['batch_size']} / {m['half_batch']}"
+                + (f" / {2 * m['batch_size']}" if m["double_step_ms"] else ""),
+                f"{m['step_ms']:.2f} ms / {m['half_step_ms']:.2f} ms"
+                + (f" / {m['double_step_ms']:.2f} ms" if m["double_step_ms"] else "")
+                + f" (cv {m['step_cv']:.2f}), "
+                + (
+                    f"{m['step_threads']} thread(s) using {m['step_cores']:.2f} cores"
+                    if m["device"] == "cpu"
+                    else f"on {m['device']}, synchronized"
+                ),
+            ),
+            (
+                "the step's threads after it",
+                f"{m['spin_ms']:.1f} ms of CPU in a {SPIN_WAIT_S * 1e3:.0f} ms wait: "
+                + (
+                    "they spin for the next operator (OpenMP), on cores the loader workers need"
+                    if m["spin_ms"] >= 1
+                    else "they sleep"
+                ),
+            ),
+            (
+                "copy to the device",
+                "none: the step runs on the CPU"
+                if m["device"] == "cpu"
+                else f"{m['copy_bytes_per_batch'] / 1e6:.2f} MB per batch: {m['copy_pageable_ms']:.3f} ms pageable"
+                + (
+                    f", {m['copy_pinned_ms']:.3f} ms pinned"
+                    if m["copy_pinned_ms"] is not None
+                    else ", no pinned memory here"
+                )
+                + (" (the loader pins)" if m["pin_memory"] else ""),
+            ),
+            (
+                "step operators",
+                f"{m['kernels']} per step, {m['gflops_per_step']:.3f} GFLOP, {m['params']:,} parameters, {m['kind']}",
+            ),
+            (
+                "memory bandwidth",
+                f"{m['memory_bandwidth_gbs']:.1f} GB/s ("
+                + ("a NumPy copy)" if m["device"] == "cpu" else f"a copy on {m['device']})"),
+            ),
+            (
+                "fitted device",
+                f"{m['device_gflops']:.1f} GFLOP/s, {m['per_op_us']:.1f} us per operator"
+                + (
+                    f"; beside the workers the step runs at {m['contention']['step']:.2f} of its fair share of the cores "
+                    f"and a worker loses {m['contention']['worker_ms_per_batch']:.2f} ms per batch"
+                    if m["contention"]
+                    else ""
+                ),
+            ),
             ("step beside the workers", f"measured {m['loop_step_ms']:.2f} ms, simulated {p['loop_step_ms']:.2f} ms"),
-            ("pipeline throughput", f"measured {m['throughput']:.1f}, simulated {p['throughput']:.1f} samples/s "
-             f"({p['throughput'] / m['throughput'] - 1:+.1%})" +
-             (f"; its rounds ranged {m['throughput_range'][0]:+.0%} to {m['throughput_range'][1]:+.0%}, "
-              "noise that every prediction from it carries" if m["rounds"] > 1 else "")),
+            (
+                "pipeline throughput",
+                f"measured {m['throughput']:.1f}, simulated {p['throughput']:.1f} samples/s "
+                f"({p['throughput'] / m['throughput'] - 1:+.1%})"
+                + (
+                    f"; its rounds ranged {m['throughput_range'][0]:+.0%} to {m['throughput_range'][1]:+.0%}, "
+                    "noise that every prediction from it carries"
+                    if m["rounds"] > 1
+                    else ""
+                ),
+            ),
             ("main loop waiting for input", f"measured {m['wait_share']:.0%}, simulated {p['wait_share']:.0%}"),
             ("bottleneck (simulated)", p["bottleneck"]),
         ]
@@ -94,8 +155,11 @@ def _check(loader, step, steps, warmup, rounds):
     for name, lo in (("batch_size", 1), ("num_workers", 0)):
         v = getattr(loader, name, None)
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise HwsimError(f"loader.{name}", v, f"an integer >= {lo} (a DataLoader sets it; "
-                             "an iterable of batches needs the attribute)")
+            raise HwsimError(
+                f"loader.{name}",
+                v,
+                f"an integer >= {lo} (a DataLoader sets it; an iterable of batches needs the attribute)",
+            )
     if not callable(step):
         raise HwsimError("step", type(step).__name__, "a function that runs one step on a batch")
     for name, v, lo in (("steps", steps, 3), ("warmup", warmup, 0), ("rounds", rounds, 1)):
@@ -123,16 +187,22 @@ class _Repeat:
             yield from self.sampler
 
     def __len__(self):
-        return 2 ** 31
+        return 2**31
 
 
 def _clone(loader, workers: int, batch_size: int | None = None):
     """The same dataset, sample order and collate in a DataLoader of this many workers (and batch size)."""
     torch = _torch()
-    kw = dict(batch_size=batch_size or loader.batch_size, num_workers=workers, collate_fn=loader.collate_fn,
-              sampler=_Repeat(loader.sampler), drop_last=getattr(loader, "drop_last", False),
-              pin_memory=getattr(loader, "pin_memory", False), worker_init_fn=getattr(loader, "worker_init_fn", None),
-              multiprocessing_context=getattr(loader, "multiprocessing_context", None))
+    kw = dict(
+        batch_size=batch_size or loader.batch_size,
+        num_workers=workers,
+        collate_fn=loader.collate_fn,
+        sampler=_Repeat(loader.sampler),
+        drop_last=getattr(loader, "drop_last", False),
+        pin_memory=getattr(loader, "pin_memory", False),
+        worker_init_fn=getattr(loader, "worker_init_fn", None),
+        multiprocessing_context=getattr(loader, "multiprocessing_context", None),
+    )
     if workers:
         kw["prefetch_factor"] = getattr(loader, "prefetch_factor", None) or 2
     return torch.utils.data.DataLoader(loader.dataset, **kw)
@@ -167,13 +237,13 @@ def _worker_load(loader, n: int, batch_size: int | None = None) -> tuple[float, 
     it = iter(_clone(loader, 1, batch_size))
     next(it)
     gaps = []
-    for _ in range(n):   # the main process only waits: the worker sets the pace
+    for _ in range(n):  # the main process only waits: the worker sets the pace
         t = time.perf_counter()
         next(it)
         gaps.append(time.perf_counter() - t)
     per_batch = statistics.median(gaps)
     receives = []
-    for _ in range(3):   # let the prefetched batches get ready, then time taking them
+    for _ in range(3):  # let the prefetched batches get ready, then time taking them
         time.sleep(2.5 * per_batch + 0.01)
         for _ in range(2):
             t = time.perf_counter()
@@ -187,6 +257,7 @@ def _slice(batch, n: int):
     """The first n samples of a batch (tensors sliced along their first dimension)."""
     torch = _torch()
     from torch.utils._pytree import tree_map
+
     return tree_map(lambda t: t[:n] if isinstance(t, torch.Tensor) and t.dim() else t, batch)
 
 
@@ -194,6 +265,7 @@ def _double(batch):
     """The batch twice over (tensors joined along their first dimension): the step at twice the batch."""
     torch = _torch()
     from torch.utils._pytree import tree_map
+
     return tree_map(lambda t: torch.cat([t, t]) if isinstance(t, torch.Tensor) and t.dim() else t, batch)
 
 
@@ -220,7 +292,7 @@ def _time_steps(step, batches: list, steps: int) -> tuple[list, float, list]:
     return [statistics.median(w) for w in walls], cpu / sum(walls[0]), walls[0]
 
 
-SPIN_WAIT_S = 0.03   # the loop's wait after a step in which the spin is measured
+SPIN_WAIT_S = 0.03  # the loop's wait after a step in which the spin is measured
 
 
 def _spin_s(step, batch, sleep_s: float = SPIN_WAIT_S, n: int = 5) -> float:
@@ -240,7 +312,7 @@ def record_step(step, batch) -> dict:
     operator counts, the parameters touched, the bytes copied from host to device and the device
     the step computes on ("cpu", "cuda", ...); views and aliases cost nothing."""
     torch = _torch()
-    from torch.multiprocessing.reductions import StorageWeakRef   # storage identity on any device (meta too)
+    from torch.multiprocessing.reductions import StorageWeakRef  # storage identity on any device (meta too)
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
     from torch.utils.flop_counter import flop_registry
@@ -268,16 +340,19 @@ def record_step(step, batch) -> dict:
                 if isinstance(t, torch.nn.Parameter):
                     params[StorageWeakRef(t.untyped_storage())] = t.numel()
             storages = {StorageWeakRef(t.untyped_storage()) for t in ins}
-            if not func._schema.is_mutable and outs and all(StorageWeakRef(t.untyped_storage()) in storages
-                                                              for t in outs):
-                return out     # a view or alias: no kernel, no bytes
+            if (
+                not func._schema.is_mutable
+                and outs
+                and all(StorageWeakRef(t.untyped_storage()) in storages for t in outs)
+            ):
+                return out  # a view or alias: no kernel, no bytes
             seen["backward"] |= "backward" in name
             cls = "matmul" if name in _MATMUL_OPS else "other"
             flops = 0.0
             if func._overloadpacket in flop_registry:
-                try:   # the registry's formula, as torch.utils.flop_counter.FlopCounterMode calls it
+                try:  # the registry's formula, as torch.utils.flop_counter.FlopCounterMode calls it
                     flops = float(flop_registry[func._overloadpacket](*args, **kwargs, out_val=out))
-                except Exception:   # a formula that needs more than shapes: count this operator's bytes only
+                except Exception:  # a formula that needs more than shapes: count this operator's bytes only
                     flops = 0.0
             acc = totals[cls]
             acc["flops"] += flops
@@ -289,12 +364,17 @@ def record_step(step, batch) -> dict:
     with Recorder():
         step(batch)
     if not totals["matmul"]["kernels"] + totals["other"]["kernels"]:
-        raise HwsimError("step", getattr(step, "__name__", "step"),
-                         "a step that runs PyTorch operators (the recording found none)")
+        raise HwsimError(
+            "step", getattr(step, "__name__", "step"), "a step that runs PyTorch operators (the recording found none)"
+        )
     accelerators = {k: n for k, n in devices.items() if k != "cpu"}
-    return {"ops": totals, "params": float(sum(params.values())), "training": seen["backward"],
-            "device": max(accelerators, key=accelerators.get) if accelerators else "cpu",
-            "h2d_bytes": seen["h2d_bytes"]}
+    return {
+        "ops": totals,
+        "params": float(sum(params.values())),
+        "training": seen["backward"],
+        "device": max(accelerators, key=accelerators.get) if accelerators else "cpu",
+        "h2d_bytes": seen["h2d_bytes"],
+    }
 
 
 def _synchronizer(device: str):
@@ -332,7 +412,7 @@ def _copy_s(device: str, nbytes: float, pinned: bool, sync) -> float | None:
 def _device_bandwidth_gbs(device: str, sync, mb: int = 64) -> float:
     """The device's copy bandwidth: the best of five on-device clones, read + write bytes."""
     torch = _torch()
-    a = torch.empty(mb * 2 ** 20, dtype=torch.uint8, device=device)
+    a = torch.empty(mb * 2**20, dtype=torch.uint8, device=device)
     return 2 * a.numel() / _best_s(a.clone, sync) / 1e9
 
 
@@ -342,24 +422,41 @@ def _device_entry(device: str, sync, threads: int, cores: int) -> dict:
     torch = _torch()
     memory_gb, units = _memory_gb(), cores
     if device == "cpu":
-        name, bandwidth_gbs, extra = "this machine's CPU (measured)", memory_bandwidth_gbs(), {
-            "host_threads": max(1, min(threads, cores))}
+        name, bandwidth_gbs, extra = (
+            "this machine's CPU (measured)",
+            memory_bandwidth_gbs(),
+            {"host_threads": max(1, min(threads, cores))},
+        )
     else:
-        name, bandwidth_gbs, extra, units = f"this machine's {device} device (measured)", \
-            _device_bandwidth_gbs(device, sync), {}, 1
+        name, bandwidth_gbs, extra, units = (
+            f"this machine's {device} device (measured)",
+            _device_bandwidth_gbs(device, sync),
+            {},
+            1,
+        )
         mod = getattr(torch, device, None)
         if device != "meta" and hasattr(mod, "get_device_properties"):
             props = mod.get_device_properties(torch.device(device))
             memory_gb = getattr(props, "total_memory", memory_gb * 1e9) / 1e9
             units = getattr(props, "multi_processor_count", units)
-    return {"name": name, "memory_gb": memory_gb, "memory_bandwidth_gbs": bandwidth_gbs,
-            "peak_tflops": {"fp32": 1.0}, "parallel_units": units, "tile": 16, "compute_efficiency": 1.0,
-            "memory_efficiency": 1.0, "launch_overhead_us": 0.0, "workspace_gb": 0.0, **extra}
+    return {
+        "name": name,
+        "memory_gb": memory_gb,
+        "memory_bandwidth_gbs": bandwidth_gbs,
+        "peak_tflops": {"fp32": 1.0},
+        "parallel_units": units,
+        "tile": 16,
+        "compute_efficiency": 1.0,
+        "memory_efficiency": 1.0,
+        "launch_overhead_us": 0.0,
+        "workspace_gb": 0.0,
+        **extra,
+    }
 
 
 def memory_bandwidth_gbs(mb: int = 64) -> float:
     """This machine's copy bandwidth: the best of five NumPy copies, read + write bytes."""
-    a = np.ones(mb * 2 ** 20 // 8)
+    a = np.ones(mb * 2**20 // 8)
     b = np.empty_like(a)
     return 2 * a.nbytes / _best_s(lambda: np.copyto(b, a)) / 1e9
 
@@ -371,6 +468,7 @@ def _cores() -> int:
 def _batch_bytes(batch) -> float:
     torch = _torch()
     from torch.utils._pytree import tree_flatten
+
     return float(sum(t.numel() * t.element_size() for t in tree_flatten(batch)[0] if isinstance(t, torch.Tensor)))
 
 
@@ -382,17 +480,20 @@ def _fit_device(base: Scenario, batch: int, half: int, step_s: float, half_s: fl
     def kernel_s(scenario, b, rate):
         dev = {**scenario.gpu, "peak_tflops": {"fp32": rate / 1e12}, "launch_overhead_us": 0.0}
         m = costs.resolve(scenario.replace(gpu=dev, batch_size=b))
-        c = costs._step_cost(m)
+        c = costs.step_cost(m)
         return c.kernel_s, c.kernels
 
     slope = step_s - half_s
     if slope > 0 and kernel_s(base, batch, 1e16)[0] - kernel_s(base, half, 1e16)[0] < slope:
-        def too_slow(rate):   # the model's growth from half a batch to a batch, against the measured one
+
+        def too_slow(rate):  # the model's growth from half a batch to a batch, against the measured one
             return kernel_s(base, batch, rate)[0] - kernel_s(base, half, rate)[0] > slope
-    else:   # no measurable slope (noise, or a step that does not grow with the batch): all of it per sample
+    else:  # no measurable slope (noise, or a step that does not grow with the batch): all of it per sample
+
         def too_slow(rate):
             return kernel_s(base, batch, rate)[0] > step_s
-    lo, hi = 1e6, 1e16   # FLOP/s; the model's step shortens as the rate rises: bisect in log space
+
+    lo, hi = 1e6, 1e16  # FLOP/s; the model's step shortens as the rate rises: bisect in log space
     for _ in range(80):
         mid = (lo * hi) ** 0.5
         lo, hi = (mid, hi) if too_slow(mid) else (lo, mid)
@@ -415,8 +516,12 @@ def _run_pipeline(it, batch_size: int, step, steps: int, warmup: int) -> dict:
         step(batch)
         wait, stepping = wait + t1 - t, stepping + time.perf_counter() - t1
     total = time.perf_counter() - t0
-    return {"throughput": steps * batch_size / total, "wait_share": wait / total,
-            "loop_step_ms": stepping / steps * 1e3, "loop_wait_ms": wait / steps * 1e3}
+    return {
+        "throughput": steps * batch_size / total,
+        "wait_share": wait / total,
+        "loop_step_ms": stepping / steps * 1e3,
+        "loop_wait_ms": wait / steps * 1e3,
+    }
 
 
 def _loop_step_ms(r) -> float:
@@ -436,20 +541,25 @@ def _fit_contention(scenario: Scenario, loop_step_ms: float, throughput: float, 
     and predicted no better (docs/calibration.md, "One figure fewer").
     The cost per batch is fitted to the run at the batch and, given (half batch, samples/s), at half of it
     together (the sum of the log errors), one bisection each, in turns."""
-    from .. import runner as api
+    from .. import api
+
     eff = {"step": 1.0, "worker_ms_per_batch": 0.0}
     runs = [({}, throughput)] + ([({"batch_size": half[0]}, half[1])] if half else [])
 
     def sim(e, **changes):
-        return api.simulate(scenario.replace(gpu={**scenario.gpu, "contention_efficiency": e}, **changes),
-                            suggest=False)
+        return api.simulate(
+            scenario.replace(gpu={**scenario.gpu, "contention_efficiency": e}, **changes), suggest=False
+        )
 
-    def too_slow(e):   # the simulation runs slower than the measured pipeline, over its runs together
+    def too_slow(e):  # the simulation runs slower than the measured pipeline, over its runs together
         return sum(math.log(sim(e, **changes).throughput / measured) for changes, measured in runs) < 0
-    small = half or (scenario.batch_size, throughput)   # (batch, samples/s) of the run at the smaller batch
+
+    small = half or (scenario.batch_size, throughput)  # (batch, samples/s) of the run at the smaller batch
     # (figure, start of the bisection toward which a too-slow simulation moves it, the other end, mean, too_slow)
-    fits = [("step", 0.1, 3.0, statistics.geometric_mean, lambda e: _loop_step_ms(sim(e)) > loop_step_ms),
-            ("worker_ms_per_batch", 2e3 * small[0] / small[1], 0.0, statistics.fmean, too_slow)]   # up to 2 batches
+    fits = [
+        ("step", 0.1, 3.0, statistics.geometric_mean, lambda e: _loop_step_ms(sim(e)) > loop_step_ms),
+        ("worker_ms_per_batch", 2e3 * small[0] / small[1], 0.0, statistics.fmean, too_slow),
+    ]  # up to 2 batches
     for _ in range(3):
         for key, lo, hi, mean, slower in fits:
             for _ in range(12):
@@ -471,7 +581,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     the copy is timed on its own and becomes the host link, the rest of the step the device."""
     _check(loader, step, steps, warmup, rounds)
     torch = _torch()
-    from .. import runner as api
+    from .. import api
 
     bs, nw = loader.batch_size, loader.num_workers
     is_dataloader = isinstance(loader, torch.utils.data.DataLoader)
@@ -485,7 +595,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     device, h2d = rec["device"], rec["h2d_bytes"]
     sync = _synchronizer(device)
     on_host = device == "cpu"
-    if on_host:   # and at twice the batch: a step's time can grow faster than the batch (caches)
+    if on_host:  # and at twice the batch: a step's time can grow faster than the batch (caches)
         batches.append(_double(batch))
 
     def synced(b):
@@ -501,7 +611,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     # The pipelines keep running between rounds, as in a training epoch (their workers wait with a full
     # prefetch queue), so that a round times them in their steady state, not a new worker's first batches.
     running = {"inproc": _batches(inproc), "user": _batches(_clone(loader, nw) if is_dataloader else loader)}
-    if is_dataloader and half < bs:   # loading in the main process at half the batch: its cost per batch
+    if is_dataloader and half < bs:  # loading in the main process at half the batch: its cost per batch
         running["inproc_half"] = _batches(_clone(loader, 0, half))
     shared_nw = nw or (1 if on_host and is_dataloader and cores > 1 else 0)
     if shared_nw and not nw:
@@ -515,8 +625,11 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         f = {}
         # loading in the main process as num_workers=0 does it: between steps
         f["load_s"] = _run_pipeline(running["inproc"], bs, synced, n_load, 1)["loop_wait_ms"] / 1e3
-        f["load_half_s"] = _run_pipeline(running["inproc_half"], half, synced, n_load, 1)["loop_wait_ms"] / 1e3 \
-            if "inproc_half" in running else None
+        f["load_half_s"] = (
+            _run_pipeline(running["inproc_half"], half, synced, n_load, 1)["loop_wait_ms"] / 1e3
+            if "inproc_half" in running
+            else None
+        )
         # the step on a batch in memory, at the batch size, at half of it and (on the CPU) at twice it
         (f["step_s"], *rest), f["step_cores"], walls = _time_steps(synced, batches, steps)
         f["half_s"] = rest[0] if half < bs else f["step_s"]
@@ -543,7 +656,7 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
             f["half_throughput"] = _run_pipeline(running["half"], half, synced, steps, warmup)["throughput"]
         figures.append(f)
     for it in running.values():
-        it.close()   # shuts the workers down
+        it.close()  # shuts the workers down
     med = {k: statistics.median(f[k] for f in figures) if figures[0][k] is not None else None for k in figures[0]}
     load_s, step_s, half_s, wall1 = med["load_s"], med["step_s"], med["half_s"], med["load1_s"]
     worker_s, receive_s, step_cores = med["worker_s"], med["receive_s"], med["step_cores"]
@@ -552,11 +665,17 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     # loading's cost per batch whatever its size (the sampler, fetching, collating): where the line through
     # its two batch sizes meets zero; the per-sample rest is decoding and augmenting
     prep_s = max(0.0, load_s - io_s)
-    prep_batch_s = 0.0 if med["load_half_s"] is None else \
-        min(prep_s, max(0.0, _line([(half, med["load_half_s"] - io_s * half / bs), (bs, prep_s)])[0]))
+    prep_batch_s = (
+        0.0
+        if med["load_half_s"] is None
+        else min(prep_s, max(0.0, _line([(half, med["load_half_s"] - io_s * half / bs), (bs, prep_s)])[0]))
+    )
     # and the worker's, beyond it (queues, shared memory)
-    per_batch_s = 0.0 if med["worker_half_s"] is None else \
-        min(handoff_s, max(0.0, _line([(half, med["worker_half_s"]), (bs, worker_s)])[0] - prep_batch_s))
+    per_batch_s = (
+        0.0
+        if med["worker_half_s"] is None
+        else min(handoff_s, max(0.0, _line([(half, med["worker_half_s"]), (bs, worker_s)])[0] - prep_batch_s))
+    )
     cv = statistics.pstdev(step_times) / statistics.mean(step_times)
     run = {k: med[k] for k in ("throughput", "wait_share", "loop_step_ms")}
     # how far the rounds of the user's pipeline spread about their median: the noise on every figure
@@ -565,23 +684,29 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     per = {c: {k: (v / bs if k != "kernels" else v) for k, v in o.items()} for c, o in rec["ops"].items()}
     pin = bool(getattr(loader, "pin_memory", False))
     dev = _device_entry(device, sync, threads, cores)
-    if on_host:   # the CPU is the device: the step's threads share the cores with the loader workers
+    if on_host:  # the CPU is the device: the step's threads share the cores with the loader workers
         pageable_s = pinned_s = None
         link = {"name": "none: the step reads the batch where it lies", "bandwidth_gbs": 1e4, "pageable_factor": 1.0}
         copy_s = half_copy_s = 0.0
-    else:   # an accelerator: the copy is the host link's, the rest of the step the device's
+    else:  # an accelerator: the copy is the host link's, the rest of the step the device's
         pageable_s = _copy_s(device, h2d, False, sync)
         pinned_s = _copy_s(device, h2d, True, sync)
         pin = pin and pinned_s is not None
         fastest = pinned_s or pageable_s
-        link = {"name": f"this machine's host-to-{device} link (measured)", "bandwidth_gbs": max(h2d, 1) / fastest / 1e9,
-                "pageable_factor": fastest / pageable_s}
+        link = {
+            "name": f"this machine's host-to-{device} link (measured)",
+            "bandwidth_gbs": max(h2d, 1) / fastest / 1e9,
+            "pageable_factor": fastest / pageable_s,
+        }
         copy_s = pinned_s if pin else pageable_s
         half_copy_s = copy_s * half / bs
     dev["host_link"] = link
     workload = {
-        "name": "calibrated pipeline", "arch": "measured", "params": rec["params"],
-        "matmul": per["matmul"], "other": per["other"],
+        "name": "calibrated pipeline",
+        "arch": "measured",
+        "params": rec["params"],
+        "matmul": per["matmul"],
+        "other": per["other"],
         "device_bytes_per_sample": (_batch_bytes(batch) if on_host else h2d) / bs,
         "input_bytes_per_sample": 1.0,
         "preprocess_ms_per_sample": (prep_s - prep_batch_s) / bs * 1e3,
@@ -591,48 +716,88 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
         "receive_ms_per_batch": receive_s * 1e3,
         "default_batch_size": bs,
     }
-    storage = {"name": "this machine's dataset storage (measured)", "bandwidth_gbs": 1e4,
-               "latency_ms": io_s / bs * 1e3, "concurrency": 1}
-    base = Scenario(kind="training" if rec["training"] else "inference", workload=workload, gpu=dev,
-                    precision="fp32", batch_size=bs, loader_workers=nw,
-                    prefetch_factor=getattr(loader, "prefetch_factor", None) or 2, cpu_cores=cores,
-                    storage=storage, pin_memory=pin, jitter_cv=round(min(1.0, cv), 3))
-    if on_host:   # the least-squares line through half, one and two batches, read at half and one
+    storage = {
+        "name": "this machine's dataset storage (measured)",
+        "bandwidth_gbs": 1e4,
+        "latency_ms": io_s / bs * 1e3,
+        "concurrency": 1,
+    }
+    base = Scenario(
+        kind="training" if rec["training"] else "inference",
+        workload=workload,
+        gpu=dev,
+        precision="fp32",
+        batch_size=bs,
+        loader_workers=nw,
+        prefetch_factor=getattr(loader, "prefetch_factor", None) or 2,
+        cpu_cores=cores,
+        storage=storage,
+        pin_memory=pin,
+        jitter_cv=round(min(1.0, cv), 3),
+    )
+    if on_host:  # the least-squares line through half, one and two batches, read at half and one
         a, b = _line([(half, half_s), (bs, step_s), (2 * bs, med["double_s"])])
         fit_s, fit_half_s = a + b * bs, a + b * half
     else:
         fit_s, fit_half_s = step_s - copy_s, half_s - half_copy_s
     dev = _fit_device(base, bs, half, max(1e-9, fit_s), max(1e-9, fit_half_s))
-    if on_host and (nw or "shared_step_ms" in med):   # a run shared the cores with workers: how well, measured
-        shared = (nw, run["loop_step_ms"], run["throughput"]) if nw else \
-            (1, med["shared_step_ms"], med["shared_throughput"])
-        dev = _fit_contention(base.replace(gpu=dev, loader_workers=shared[0]), *shared[1:],
-                              (half, med["half_throughput"]) if "half_throughput" in med else None)
+    if on_host and (nw or "shared_step_ms" in med):  # a run shared the cores with workers: how well, measured
+        shared = (
+            (nw, run["loop_step_ms"], run["throughput"]) if nw else (1, med["shared_step_ms"], med["shared_throughput"])
+        )
+        dev = _fit_contention(
+            base.replace(gpu=dev, loader_workers=shared[0]),
+            *shared[1:],
+            (half, med["half_throughput"]) if "half_throughput" in med else None,
+        )
     # the model of the pipeline beside the fastest run of it
     scenario = base.replace(gpu=dev)
     r = api.simulate(scenario, suggest=False)
     waited = 1.0 - _loop_step_ms(r) / 1e3 * r.throughput / bs
     measured = {
-        "batch_size": bs, "half_batch": half, "num_workers": nw, "cpu_cores": cores, "device": device,
-        "load_ms": load_s * 1e3, "load_half_ms": med["load_half_s"] and med["load_half_s"] * 1e3,
-        "preprocess_ms_per_batch": prep_batch_s * 1e3, "load1_ms": wall1 * 1e3, "io_ms_per_sample": io_s / bs * 1e3, "worker_ms": worker_s * 1e3,
-        "worker_half_ms": med["worker_half_s"] and med["worker_half_s"] * 1e3, "handoff_ms_per_batch": per_batch_s * 1e3,
-        "half_throughput": med.get("half_throughput"), "receive_ms": receive_s * 1e3, "spin_ms": med["spin_s"] * 1e3,
+        "batch_size": bs,
+        "half_batch": half,
+        "num_workers": nw,
+        "cpu_cores": cores,
+        "device": device,
+        "load_ms": load_s * 1e3,
+        "load_half_ms": med["load_half_s"] and med["load_half_s"] * 1e3,
+        "preprocess_ms_per_batch": prep_batch_s * 1e3,
+        "load1_ms": wall1 * 1e3,
+        "io_ms_per_sample": io_s / bs * 1e3,
+        "worker_ms": worker_s * 1e3,
+        "worker_half_ms": med["worker_half_s"] and med["worker_half_s"] * 1e3,
+        "handoff_ms_per_batch": per_batch_s * 1e3,
+        "half_throughput": med.get("half_throughput"),
+        "receive_ms": receive_s * 1e3,
+        "spin_ms": med["spin_s"] * 1e3,
         "step_ms": step_s * 1e3,
         "half_step_ms": half_s * 1e3,
-        "double_step_ms": med["double_s"] * 1e3 if on_host else None, "step_cv": cv,
-        "step_threads": dev.get("host_threads", 0), "step_cores": step_cores, "kernels": int(
-            per["matmul"]["kernels"] + per["other"]["kernels"]),
+        "double_step_ms": med["double_s"] * 1e3 if on_host else None,
+        "step_cv": cv,
+        "step_threads": dev.get("host_threads", 0),
+        "step_cores": step_cores,
+        "kernels": int(per["matmul"]["kernels"] + per["other"]["kernels"]),
         "gflops_per_step": (per["matmul"]["flops"] + per["other"]["flops"]) * bs / 1e9,
-        "params": int(rec["params"]), "kind": base.kind, "memory_bandwidth_gbs": dev["memory_bandwidth_gbs"],
-        "copy_bytes_per_batch": h2d, "copy_pageable_ms": pageable_s and pageable_s * 1e3,
-        "copy_pinned_ms": pinned_s and pinned_s * 1e3, "pin_memory": pin,
-        "device_gflops": dev["peak_tflops"]["fp32"] * 1e3, "per_op_us": dev["launch_overhead_us"],
+        "params": int(rec["params"]),
+        "kind": base.kind,
+        "memory_bandwidth_gbs": dev["memory_bandwidth_gbs"],
+        "copy_bytes_per_batch": h2d,
+        "copy_pageable_ms": pageable_s and pageable_s * 1e3,
+        "copy_pinned_ms": pinned_s and pinned_s * 1e3,
+        "pin_memory": pin,
+        "device_gflops": dev["peak_tflops"]["fp32"] * 1e3,
+        "per_op_us": dev["launch_overhead_us"],
         "contention": dev.get("contention_efficiency"),
-        "rounds": rounds, **run,
+        "rounds": rounds,
+        **run,
     }
-    predicted = {"throughput": r.throughput, "wait_share": waited, "bottleneck": r.bottleneck,
-                 "loop_step_ms": _loop_step_ms(r)}
+    predicted = {
+        "throughput": r.throughput,
+        "wait_share": waited,
+        "bottleneck": r.bottleneck,
+        "loop_step_ms": _loop_step_ms(r),
+    }
     return Calibration(scenario, measured, predicted)
 
 

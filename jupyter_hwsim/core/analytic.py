@@ -3,6 +3,7 @@
 Throughput X (batches/s) is the smallest stage capacity; each resource's
 utilization is X times its demand per batch (the utilization law).
 """
+
 from __future__ import annotations
 
 from .costs import contention, core_share, host_threads
@@ -38,13 +39,21 @@ def steady_state(m, d) -> dict:
         wait = {"input_io": 0.0, "input_preprocess": 0.0, "host_copy": x * pageable}
         if starved > 1e-12:
             wait[{"io": "input_io", "cpu": "input_preprocess", "host_link": "host_copy"}[cause]] += starved
-    gpu_time = {"compute": x * st.compute_s, "memory": x * st.memory_s,
-                "launch": x * (st.launch_dev_s + issue_wait), **wait}
+    gpu_time = {
+        "compute": x * st.compute_s,
+        "memory": x * st.memory_s,
+        "launch": x * (st.launch_dev_s + issue_wait),
+        **wait,
+    }
     gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
-    util = {"storage": x * d.storage_s, "cpu": min(1.0, x * cpu_demand / s.cpu_cores),
-            "host_link": x * d.copy_s, "gpu_busy": x * (st.compute_s + st.memory_s)}
+    util = {
+        "storage": x * d.storage_s,
+        "cpu": min(1.0, x * cpu_demand / s.cpu_cores),
+        "host_link": x * d.copy_s,
+        "gpu_busy": x * (st.compute_s + st.memory_s),
+    }
     out = {"batches_per_s": x, "gpu_time": gpu_time, "utilization": util, "saturation": sat, "step_ms": [1e3 / x]}
-    if s.loader_workers:   # stages that overlap: each one's capacity (batches/s), the smallest is x
+    if s.loader_workers:  # stages that overlap: each one's capacity (batches/s), the smallest is x
         out["capacity"] = caps
     return out
 
@@ -63,12 +72,12 @@ def _shared_cores(m, d) -> dict:
     def share(threads):
         return core_share(cores, threads, thread_eff)
 
-    def cycle(k):   # (loop seconds, core-seconds the k workers get meanwhile)
+    def cycle(k):  # (loop seconds, core-seconds the k workers get meanwhile)
         t_r, t_s = R / share(k + 1), S / core_share(cores, k + c, step_eff)
         return t_r + t_s, k * (share(k + 1) * t_r + share(k + c) * t_s)
 
     loop_s, got = cycle(n)
-    if got < W:     # loader-bound: the loop waits while the workers finish alone
+    if got < W:  # loader-bound: the loop waits while the workers finish alone
         k, loop_s = float(n), loop_s + (W - got) / (n * share(n))
     else:
         lo, hi = 0.0, float(n)
@@ -79,13 +88,22 @@ def _shared_cores(m, d) -> dict:
     x = min(1.0 / loop_s, n / (W + d.read_s) if W + d.read_s > 0 else float("inf"))
     waiting = max(0.0, 1.0 - x * S)
     cause = "input_io" if d.read_s > W else "input_preprocess"
-    gpu_time = {"compute": x * st.compute_s, "memory": x * st.memory_s, "launch": x * st.launch_dev_s,
-                "input_io": 0.0, "input_preprocess": 0.0, "host_copy": 0.0}
+    gpu_time = {
+        "compute": x * st.compute_s,
+        "memory": x * st.memory_s,
+        "launch": x * st.launch_dev_s,
+        "input_io": 0.0,
+        "input_preprocess": 0.0,
+        "host_copy": 0.0,
+    }
     gpu_time[cause] = waiting
     gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
     core_s = W + R + c * core_share(cores, k + c) * S / core_share(cores, k + c, step_eff)
-    util = {"storage": x * d.storage_s, "cpu": min(1.0, x * core_s / cores), "host_link": x * d.copy_s,
-            "gpu_busy": x * (st.compute_s + st.memory_s)}
+    util = {
+        "storage": x * d.storage_s,
+        "cpu": min(1.0, x * core_s / cores),
+        "host_link": x * d.copy_s,
+        "gpu_busy": x * (st.compute_s + st.memory_s),
+    }
     sat = {"loop": x * S, "io": x * d.storage_s, "cpu": k / n, "host_link": 0.0}
-    return {"batches_per_s": x, "gpu_time": gpu_time, "utilization": util, "saturation": sat,
-            "step_ms": [1e3 / x]}
+    return {"batches_per_s": x, "gpu_time": gpu_time, "utilization": util, "saturation": sat, "step_ms": [1e3 / x]}

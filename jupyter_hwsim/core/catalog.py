@@ -1,4 +1,5 @@
 """The hardware and workload catalogue: TOML data files with a source for every number."""
+
 from __future__ import annotations
 
 import functools
@@ -7,10 +8,22 @@ from importlib import resources
 
 from .errors import HwsimError, did_you_mean
 
-_FILES = {"gpus": "devices.toml", "storage": "storage.toml", "links": "links.toml",
-          "workloads": "workloads.toml", "precisions": "precisions.toml", "fusion": "fusion.toml"}
-_FIELD = {"gpus": "gpu", "storage": "storage", "links": "host_link", "workloads": "workload",
-          "precisions": "precision", "fusion": "fusion"}
+_FILES = {
+    "gpus": "devices.toml",
+    "storage": "storage.toml",
+    "links": "links.toml",
+    "workloads": "workloads.toml",
+    "precisions": "precisions.toml",
+    "fusion": "fusion.toml",
+}
+_FIELD = {
+    "gpus": "gpu",
+    "storage": "storage",
+    "links": "host_link",
+    "workloads": "workload",
+    "precisions": "precision",
+    "fusion": "fusion",
+}
 
 
 @functools.cache
@@ -54,8 +67,9 @@ def get(section: str, name: str) -> dict:
         raise HwsimError(_FIELD[section], name, f"a name from the catalogue: {', '.join(names(section))}")
     key = _aliases(section).get(_norm(name))
     if key is None:
-        raise HwsimError(_FIELD[section], name, f"one of {', '.join(names(section))}",
-                         did_you_mean(_norm(name), _aliases(section)))
+        raise HwsimError(
+            _FIELD[section], name, f"one of {', '.join(names(section))}", did_you_mean(_norm(name), _aliases(section))
+        )
     return _load(section)[key]
 
 

@@ -3,15 +3,14 @@
 The DES engine and the analytic twin both read these numbers, so they model the
 same machine; they differ only in how they combine them (events vs. closed form).
 """
+
 from __future__ import annotations
 
 import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from . import catalog
-
-from . import workloads
+from . import catalog, workloads
 from .scenario import Scenario
 
 MATMUL = "matmul"
@@ -21,21 +20,22 @@ MATMUL = "matmul"
 class OpCost:
     name: str
     cls: str
-    flops: float          # per batch
-    bytes: float          # HBM bytes per batch
-    time_s: float         # roofline time without launch
-    bound: str            # "compute" | "memory"
+    flops: float  # per batch
+    bytes: float  # HBM bytes per batch
+    time_s: float  # roofline time without launch
+    bound: str  # "compute" | "memory"
     occupancy: float
 
 
 @dataclass
 class StepCost:
     """One training or inference step on the device."""
-    compute_s: float = 0.0      # kernels bound by FLOP/s
-    memory_s: float = 0.0       # kernels bound by bandwidth
-    launch_dev_s: float = 0.0   # device-side launch gaps
-    issue_s: float = 0.0        # CPU time to issue the kernels
-    flops: float = 0.0          # useful FLOPs of the step
+
+    compute_s: float = 0.0  # kernels bound by FLOP/s
+    memory_s: float = 0.0  # kernels bound by bandwidth
+    launch_dev_s: float = 0.0  # device-side launch gaps
+    issue_s: float = 0.0  # CPU time to issue the kernels
+    flops: float = 0.0  # useful FLOPs of the step
     hbm_bytes: float = 0.0
     kernels: int = 0
     ops: list = field(default_factory=list)
@@ -53,6 +53,7 @@ class StepCost:
 @dataclass
 class Machine:
     """A scenario resolved against the catalogue: every value concrete."""
+
     s: Scenario
     workload: dict
     device: dict
@@ -61,7 +62,7 @@ class Machine:
     fusion: dict
     batch: int
     seq: int
-    precision: str          # what the hardware runs
+    precision: str  # what the hardware runs
     warnings: list
     storage_gbs: float
     storage_latency_ms: float
@@ -83,14 +84,17 @@ def effective_precision(device: dict, precision: str) -> tuple[str, list]:
     seen = set()
     while p not in peaks and p not in seen:
         seen.add(p)
-        nxt = device.get("fallbacks", {}).get(p) or catalog.get("precisions", p)["fallback"] or \
-            max(peaks, key=peaks.get)
+        nxt = (
+            device.get("fallbacks", {}).get(p) or catalog.get("precisions", p)["fallback"] or max(peaks, key=peaks.get)
+        )
         p = nxt
     if p not in peaks:
         p = max(peaks, key=peaks.get)
     if p != precision:
-        warnings.append(f"{device.get('name', device.get('id'))} has no native {precision}: "
-                        f"it runs at the {p} rate (bytes stay {precision})")
+        warnings.append(
+            f"{device.get('name', device.get('id'))} has no native {precision}: "
+            f"it runs at the {p} rate (bytes stay {precision})"
+        )
     return p, warnings
 
 
@@ -100,25 +104,31 @@ def resolve(s: Scenario) -> Machine:
     sto = _entry("storage", s.storage)
     link = _entry("links", s.host_link or dev.get("host_link", "pcie4"))
     # LLM int8/int4 is weight-only quantization: the math runs at 16 bits
-    math_precision = "fp16" if s.kind == "llm" and s.precision in ("int8", "int4") else s.precision
+    math_precision = "fp16" if s.traits.generates and s.precision in ("int8", "int4") else s.precision
     prec, warnings = effective_precision(dev, math_precision)
     seq = s.seq_len or workloads.default_seq(w)
-    if s.kind == "serving":
-        batch = s.max_batch_size or s.batch_size or 8
-    elif s.kind == "llm":
-        batch = s.concurrency or 16
-    else:
-        batch = s.batch_size or int(w["default_batch_size"])
+    t = s.traits
+    batch = next((getattr(s, f) for f in t.batch_fields if getattr(s, f)), None) or t.default_batch
+    batch = batch or int(w["default_batch_size"])
     return Machine(
-        s=s, workload=w, device=dev, storage=sto, link=link, fusion=catalog.get("fusion", s.fusion),
-        batch=batch, seq=seq, precision=prec, warnings=warnings,
+        s=s,
+        workload=w,
+        device=dev,
+        storage=sto,
+        link=link,
+        fusion=catalog.get("fusion", s.fusion),
+        batch=batch,
+        seq=seq,
+        precision=prec,
+        warnings=warnings,
         storage_gbs=s.storage_bandwidth_gbs or sto["bandwidth_gbs"],
         storage_latency_ms=sto["latency_ms"] if s.storage_latency_ms is None else s.storage_latency_ms,
         storage_concurrency=s.storage_concurrency or int(sto["concurrency"]),
         link_gbs=s.host_link_gbs or link["bandwidth_gbs"],
         dataset_gb=s.dataset_gb or float(w.get("dataset_gb", 1.0)),
-        preprocess_ms=(w["preprocess_ms_per_sample"] if s.preprocess_ms_per_sample is None
-                       else s.preprocess_ms_per_sample),
+        preprocess_ms=(
+            w["preprocess_ms_per_sample"] if s.preprocess_ms_per_sample is None else s.preprocess_ms_per_sample
+        ),
         input_bytes=s.input_bytes_per_sample or float(w["input_bytes_per_sample"]),
         device_bytes=workloads.device_bytes_per_sample(w, seq),
     )
@@ -139,14 +149,14 @@ def weight_bytes(s: Scenario) -> float:
     return wb
 
 
-def activation_bytes(precision: str, kind: str = "inference") -> float:
+def activation_bytes(precision: str, generates: bool = False) -> float:
     """int4 (and int8 for LLMs) is weight-only quantization: activations stay 16-bit."""
-    if precision == "int4" or (kind == "llm" and precision in QUANTIZED):
+    if precision == "int4" or (generates and precision in QUANTIZED):
         return 2.0
     return value_bytes(precision)
 
 
-def _occupancy(op, batch: int, units: int, tile: int) -> float:
+def sm_occupancy(op, batch: int, units: int, tile: int) -> float:
     if op.groups > 1:
         tiles = op.groups * batch * math.ceil(op.rows / tile) * math.ceil(op.cols / tile)
     elif op.cls == MATMUL:
@@ -159,10 +169,11 @@ def _occupancy(op, batch: int, units: int, tile: int) -> float:
 @dataclass(frozen=True)
 class Rates:
     """What one device does per second at one precision: the roofline's two roofs and its launch cost."""
-    matmul: float        # FLOP/s on tensor cores
-    vector: float        # FLOP/s on the vector units (elementwise, norms, softmax)
-    bw: float            # achievable HBM bytes/s
-    launch_s: float      # device-side gap per kernel
+
+    matmul: float  # FLOP/s on tensor cores
+    vector: float  # FLOP/s on the vector units (elementwise, norms, softmax)
+    bw: float  # achievable HBM bytes/s
+    launch_s: float  # device-side gap per kernel
     units: int
     tile: int
 
@@ -170,18 +181,24 @@ class Rates:
 def rates(m: Machine) -> Rates:
     dev, peaks = m.device, m.device["peak_tflops"]
     eff = dev["compute_efficiency"]
-    return Rates(peaks[m.precision] * 1e12 * eff, peaks.get("fp32", min(peaks.values())) * 1e12 * eff,
-                 dev["memory_bandwidth_gbs"] * 1e9 * dev["memory_efficiency"], dev["launch_overhead_us"] * 1e-6,
-                 dev["parallel_units"], dev["tile"])
+    return Rates(
+        peaks[m.precision] * 1e12 * eff,
+        peaks.get("fp32", min(peaks.values())) * 1e12 * eff,
+        dev["memory_bandwidth_gbs"] * 1e9 * dev["memory_efficiency"],
+        dev["launch_overhead_us"] * 1e-6,
+        dev["parallel_units"],
+        dev["tile"],
+    )
 
 
-def roofline(op, b: int, r: Rates, wb: float, ab: float, fused: bool, scale: float = 1.0,
-             occupancy: bool = True) -> tuple[float, float, float, float]:
+def roofline(
+    op, b: int, r: Rates, wb: float, ab: float, fused: bool, scale: float = 1.0, occupancy: bool = True
+) -> tuple[float, float, float, float]:
     """(flops, bytes, compute-roof seconds, memory-roof seconds) of one operator pass over b samples."""
     flops = op.flops * b * scale
     act = 0.0 if fused else (op.act_in + op.act_out) * b * ab * scale
     nbytes = act + op.params * wb * scale
-    occ = _occupancy(op, b, r.units, r.tile) if occupancy else 1.0
+    occ = sm_occupancy(op, b, r.units, r.tile) if occupancy else 1.0
     return flops, nbytes, flops / ((r.matmul if op.cls == MATMUL else r.vector) * occ), nbytes / r.bw
 
 
@@ -194,12 +211,23 @@ def step_cost(m: Machine, batch: int | None = None, seq: int | None = None) -> S
     batch, seq = batch or m.batch, seq or m.seq
     s, key = m.s, None
     if all(isinstance(v, str) for v in (s.workload, s.gpu)):
-        key = (s.workload, s.gpu, s.kind == "training", s.kind == "llm", s.precision, m.precision, s.fusion,
-               batch, seq, s.cpu_speed, s.weight_group_size)
+        key = (
+            s.workload,
+            s.gpu,
+            s.traits.trains,
+            s.traits.generates,
+            s.precision,
+            m.precision,
+            s.fusion,
+            batch,
+            seq,
+            s.cpu_speed,
+            s.weight_group_size,
+        )
         hit = _STEP_CACHE.get(key)
         if hit is not None:
             return hit
-    c = _step_cost(m if (batch, seq) == (m.batch, m.seq) else dataclasses.replace(m, batch=batch, seq=seq))
+    c = _build_step_cost(m if (batch, seq) == (m.batch, m.seq) else dataclasses.replace(m, batch=batch, seq=seq))
     if key is not None:
         if len(_STEP_CACHE) > 4096:
             _STEP_CACHE.clear()
@@ -207,11 +235,11 @@ def step_cost(m: Machine, batch: int | None = None, seq: int | None = None) -> S
     return c
 
 
-def _step_cost(m: Machine) -> StepCost:
-    b, training = m.batch, m.s.kind == "training"
-    measured = m.workload["arch"] == "measured"   # a recorded step already holds its backward and optimizer
+def _build_step_cost(m: Machine) -> StepCost:
+    b, training = m.batch, m.s.traits.trains
+    measured = m.workload["arch"] == "measured"  # a recorded step already holds its backward and optimizer
     r = rates(m)
-    wb, ab = weight_bytes(m.s), activation_bytes(m.s.precision, m.s.kind)
+    wb, ab = weight_bytes(m.s), activation_bytes(m.s.precision, m.s.traits.generates)
     fused = set(m.fusion["fuses"])
     c = StepCost()
     passes = [("fwd", 1.0, 1)] + ([("bwd", 2.0, 2)] if training and not measured else [])
@@ -220,7 +248,7 @@ def _step_cost(m: Machine) -> StepCost:
         for tag, scale, n_mm in passes:
             flops, nbytes, t_c, t_m = roofline(op, b, r, wb, ab, is_fused, scale)
             if training and op.cls == "batchnorm" and not is_fused:
-                extra = op.act_in * b * ab * scale   # batch statistics: one more pass over the input
+                extra = op.act_in * b * ab * scale  # batch statistics: one more pass over the input
                 nbytes += extra
                 t_m += extra / r.bw
             t = max(t_c, t_m)
@@ -234,14 +262,23 @@ def _step_cost(m: Machine) -> StepCost:
             c.kernels += kernels
             c.launch_dev_s += kernels * r.launch_s
             if tag == "fwd":
-                c.ops.append(OpCost(op.name, op.cls, flops, nbytes, t, "compute" if t_c >= t_m else "memory",
-                                    _occupancy(op, b, r.units, r.tile)))
-    if training and not measured:   # Adam: read param, grad, m, v (+fp32 master); write param, m, v
+                c.ops.append(
+                    OpCost(
+                        op.name,
+                        op.cls,
+                        flops,
+                        nbytes,
+                        t,
+                        "compute" if t_c >= t_m else "memory",
+                        sm_occupancy(op, b, r.units, r.tile),
+                    )
+                )
+    if training and not measured:  # Adam: read param, grad, m, v (+fp32 master); write param, m, v
         params = parameters(m)
         nbytes = params * (wb * 3 + 8 * 2 + (8 if wb < 4 else 0))
         t = nbytes / r.bw
         tensors = sum(1 for op in workloads.operators(m.workload, m.seq) if op.params)
-        kernels = math.ceil(tensors / 36)   # foreach multi_tensor_apply: up to 36 tensors per launch
+        kernels = math.ceil(tensors / 36)  # foreach multi_tensor_apply: up to 36 tensors per launch
         c.memory_s += t
         c.hbm_bytes += nbytes
         c.kernels += kernels
@@ -270,7 +307,7 @@ def core_share(cores: int, runnable: float, efficiency: float = 1.0) -> float:
     full speed."""
     if runnable <= cores:
         return 1.0
-    over = min(1.0, runnable - cores)   # the share of time oversubscribed, for the twin's fractional T
+    over = min(1.0, runnable - cores)  # the share of time oversubscribed, for the twin's fractional T
     factor = 1.0 - over * (1.0 - efficiency)
     return min(1.0, factor * cores / runnable)
 
@@ -294,11 +331,11 @@ def parameters(m: Machine) -> float:
 
 def memory(m: Machine) -> dict:
     """Device memory: weights, gradients, optimizer state, activations, workspace (GB)."""
-    p, wb, ab = parameters(m), weight_bytes(m.s), activation_bytes(m.s.precision, m.s.kind)
+    p, wb, ab = parameters(m), weight_bytes(m.s), activation_bytes(m.s.precision, m.s.traits.generates)
     ops = workloads.operators(m.workload, m.seq)
-    training = m.s.kind == "training"
+    training = m.s.traits.trains
     fused = set(m.fusion["fuses"])
-    if training:   # saved for backward; in-place elementwise ops (ReLU(inplace=True), add_) save nothing more
+    if training:  # saved for backward; in-place elementwise ops (ReLU(inplace=True), add_) save nothing more
         act = sum(op.act_out for op in ops if op.cls not in fused and op.cls != "elementwise") * m.batch * ab
     else:
         act = 2 * max(op.act_in + op.act_out for op in ops) * m.batch * ab
@@ -319,12 +356,13 @@ def memory(m: Machine) -> dict:
 @dataclass
 class Demands:
     """Seconds of each resource one batch needs (service demands of the bottleneck law)."""
-    storage_s: float        # storage device busy
-    read_s: float           # a worker's wall time reading its batch (device + latency in flight)
-    preprocess_s: float     # core-seconds of decode/augment/collate (per sample, and per batch: sampler, collate)
-    handoff_s: float        # core-seconds a worker spends handing a batch over (shared memory per byte, IPC per batch)
-    receive_s: float        # main-process core-seconds to take a batch from a worker
-    copy_s: float           # host link busy
+
+    storage_s: float  # storage device busy
+    read_s: float  # a worker's wall time reading its batch (device + latency in flight)
+    preprocess_s: float  # core-seconds of decode/augment/collate (per sample, and per batch: sampler, collate)
+    handoff_s: float  # core-seconds a worker spends handing a batch over (shared memory per byte, IPC per batch)
+    receive_s: float  # main-process core-seconds to take a batch from a worker
+    copy_s: float  # host link busy
     step: StepCost
     cache_hit: float
 
@@ -340,11 +378,17 @@ def demands(m: Machine) -> Demands:
         storage_s=transfer + miss * lat / m.storage_concurrency,
         read_s=transfer + miss * lat,
         preprocess_s=(m.batch * m.preprocess_ms + float(m.workload.get("preprocess_ms_per_batch", 0.0)))
-        / 1e3 / s.cpu_speed,
-        handoff_s=(m.batch * float(m.workload.get("handoff_ms_per_sample", 0.0)) +
-                   float(m.workload.get("handoff_ms_per_batch", 0.0)) +
-                   float(_contention_figures(m).get("worker_ms_per_batch", 0.0)))
-        / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
+        / 1e3
+        / s.cpu_speed,
+        handoff_s=(
+            m.batch * float(m.workload.get("handoff_ms_per_sample", 0.0))
+            + float(m.workload.get("handoff_ms_per_batch", 0.0))
+            + float(_contention_figures(m).get("worker_ms_per_batch", 0.0))
+        )
+        / 1e3
+        / s.cpu_speed
+        if s.loader_workers
+        else 0.0,
         receive_s=float(m.workload.get("receive_ms_per_batch", 0.0)) / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
         copy_s=m.batch * m.device_bytes / (m.link_gbs * 1e9 * factor),
         step=step_cost(m),

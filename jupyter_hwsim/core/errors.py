@@ -1,4 +1,5 @@
 """The one error type users see: it names the field, the bad value and what is accepted."""
+
 from __future__ import annotations
 
 import difflib
@@ -14,12 +15,17 @@ class HwsimError(ValueError):
             msg += f" ({hint})"
         super().__init__(msg)
 
-    def __reduce__(self):     # survives pickling across worker processes
+    def __reduce__(self):  # survives pickling across worker processes
         return (type(self), (self.field, self.value, self.accepted, self.hint))
 
     def to_dict(self) -> dict:
-        return {"field": self.field, "value": repr(self.value), "accepted": self.accepted,
-                "hint": self.hint, "message": str(self)}
+        return {
+            "field": self.field,
+            "value": repr(self.value),
+            "accepted": self.accepted,
+            "hint": self.hint,
+            "message": str(self),
+        }
 
 
 def did_you_mean(name: str, choices) -> str:

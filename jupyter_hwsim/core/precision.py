@@ -1,16 +1,17 @@
 """The numeric cost of a precision, measured: quantize a matrix product with NumPy and compare to fp64."""
+
 from __future__ import annotations
 
 import functools
 
 import numpy as np
 
-WARN_ABOVE = 0.02   # relative error above which a result carries a warning
+WARN_ABOVE = 0.02  # relative error above which a result carries a warning
 
 
 def _bf16(a: np.ndarray) -> np.ndarray:
     """Round-to-nearest-even to bfloat16 (keep the top 16 bits of float32)."""
-    u = a.astype(np.float32).view(np.uint32)
+    u: np.ndarray = a.astype(np.float32).view(np.uint32)
     u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
     return u.view(np.float32)
 
@@ -39,7 +40,7 @@ def _symmetric_int(a: np.ndarray, bits: int, axis: int, group: int = 0) -> np.nd
 def _quantize(a: np.ndarray, precision: str, axis: int, group: int = 0) -> np.ndarray:
     if precision == "fp32":
         return a.astype(np.float32).astype(np.float64)
-    if precision == "tf32":   # 10 mantissa bits
+    if precision == "tf32":  # 10 mantissa bits
         m, e = np.frexp(a)
         return np.ldexp(np.round(m * 2048) / 2048, e)
     if precision == "fp16":
@@ -59,7 +60,7 @@ def matmul_error(precision: str, group_size: int = 0, n: int = 256, seed: int = 
     a = rng.standard_normal((n, n))
     w = rng.standard_normal((n, n)) / np.sqrt(n)
     exact = a @ w
-    qa = _quantize(a, "fp16" if precision == "int4" else precision, axis=1)   # int4 is weight-only
+    qa = _quantize(a, "fp16" if precision == "int4" else precision, axis=1)  # int4 is weight-only
     qw = _quantize(w, precision, axis=0, group=group_size)
     err = np.linalg.norm(qa @ qw - exact) / np.linalg.norm(exact)
     # 6 significant digits: BLAS sums in a thread-dependent order, and a result must not depend on where it ran

@@ -2,6 +2,7 @@
 
 Shipped inside the package (`data/reference/`), so every source resolves offline from a fresh clone.
 """
+
 from __future__ import annotations
 
 import csv
@@ -55,8 +56,10 @@ _GITHUB = re.compile(r"github:([\w.-]+/[\w.-]+) ([^\s@]+)(?:@([0-9a-f]{7,40}))?"
 def row_urls(row: dict) -> list[str]:
     """The URLs a reference row's source names, `github:` file references spelled out as URLs."""
     found = [u.rstrip(").") for u in _URL.findall(row["source"])]
-    found += [f"https://github.com/{repo}/blob/{commit or 'HEAD'}/{path}"
-              for repo, path, commit in _GITHUB.findall(row["source"])]
+    found += [
+        f"https://github.com/{repo}/blob/{commit or 'HEAD'}/{path}"
+        for repo, path, commit in _GITHUB.findall(row["source"])
+    ]
     return found
 
 

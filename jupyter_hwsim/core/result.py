@@ -1,4 +1,5 @@
 """Result: what a simulation or estimate found, with the keys of the design's metrics table."""
+
 from __future__ import annotations
 
 import json
@@ -12,7 +13,7 @@ UTIL_KEYS = ("storage", "cpu", "host_link", "gpu_busy", "gpu_mfu", "hbm_bw")
 @dataclass
 class Result:
     scenario: dict
-    method: str                       # "simulate" | "estimate"
+    method: str  # "simulate" | "estimate"
     throughput: float
     throughput_unit: str
     latency_ms: dict
@@ -24,24 +25,45 @@ class Result:
     sim: dict
     suggestions: list = field(default_factory=list)
     warnings: list = field(default_factory=list)
-    details: dict = field(default_factory=dict)      # per-step costs, demands, roofline ops
-    timeline: list = field(default_factory=list, repr=False)   # (track, name, start_s, end_s, batch)
+    details: dict = field(default_factory=dict)  # per-step costs, demands, roofline ops
+    timeline: list = field(default_factory=list, repr=False)  # (track, name, start_s, end_s, batch)
     # serving and llm
-    goodput: float | None = None               # requests/s within latency_slo_ms
-    latency_breakdown_ms: dict | None = None   # serving: mean ms per request in each part of its latency
-    batch_sizes: dict | None = None            # serving: batch size -> fraction of batches formed
-    ttft_ms: dict | None = None                # llm: time to first token
+    goodput: float | None = None  # requests/s within latency_slo_ms
+    latency_breakdown_ms: dict | None = None  # serving: mean ms per request in each part of its latency
+    batch_sizes: dict | None = None  # serving: batch size -> fraction of batches formed
+    ttft_ms: dict | None = None  # llm: time to first token
     tokens_per_s_per_stream: float | None = None
-    max_concurrency: int | None = None         # llm: most sequences whose KV cache fits
+    max_concurrency: int | None = None  # llm: most sequences whose KV cache fits
 
-    KIND_KEYS = ("goodput", "latency_breakdown_ms", "batch_sizes", "ttft_ms", "tokens_per_s_per_stream",
-                 "max_concurrency")
+    KIND_KEYS = (
+        "goodput",
+        "latency_breakdown_ms",
+        "batch_sizes",
+        "ttft_ms",
+        "tokens_per_s_per_stream",
+        "max_concurrency",
+    )
 
     def to_dict(self, timeline: bool = False) -> dict[str, Any]:
         """JSON-serializable dict: the metrics of DESIGN section 3 plus "scenario"."""
-        d = {k: getattr(self, k) for k in (
-            "throughput", "throughput_unit", "latency_ms", "utilization", "gpu_time", "bottleneck",
-            "explanation", "suggestions", "memory", "sim", "method", "warnings", "details")}
+        d = {
+            k: getattr(self, k)
+            for k in (
+                "throughput",
+                "throughput_unit",
+                "latency_ms",
+                "utilization",
+                "gpu_time",
+                "bottleneck",
+                "explanation",
+                "suggestions",
+                "memory",
+                "sim",
+                "method",
+                "warnings",
+                "details",
+            )
+        }
         d["scenario"] = self.scenario
         for k in self.KIND_KEYS:
             if getattr(self, k) is not None:
@@ -54,20 +76,39 @@ class Result:
         """The simulated timeline as Chrome trace events (opens in Perfetto UI and chrome://tracing): one
         track per stage and worker, one complete event per span, with its batch (or request) id. Written to
         path when given; the trace dict is returned either way."""
-        tracks = sorted({t[0] for t in self.timeline}, key=_track_key)
+        tracks = sorted({t[0] for t in self.timeline}, key=track_key)
         tid = {name: i + 1 for i, name in enumerate(tracks)}
         s = self.scenario
         title = f"jupyter-hwsim: {s.get('workload')} on {s.get('gpu')} ({s.get('kind')}, seed {self.sim.get('seed')})"
         events = [{"name": "process_name", "ph": "M", "pid": 1, "tid": 0, "args": {"name": title}}]
         events += [{"name": "thread_name", "ph": "M", "pid": 1, "tid": tid[n], "args": {"name": n}} for n in tracks]
-        events += [{"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid[n], "args": {"sort_index": tid[n]}}
-                   for n in tracks]
+        events += [
+            {"name": "thread_sort_index", "ph": "M", "pid": 1, "tid": tid[n], "args": {"sort_index": tid[n]}}
+            for n in tracks
+        ]
         for track, what, a, b, batch in self.timeline:
-            events.append({"name": what, "cat": track.split(" ")[0], "ph": "X", "pid": 1, "tid": tid[track],
-                           "ts": a * 1e6, "dur": (b - a) * 1e6, "args": {"batch": int(batch)}})
-        trace = {"traceEvents": events, "displayTimeUnit": "ms",
-                 "otherData": {"bottleneck": self.bottleneck, "throughput": self.throughput,
-                               "throughput_unit": self.throughput_unit, "warmup_s": self.sim.get("warmup_s")}}
+            events.append(
+                {
+                    "name": what,
+                    "cat": track.split(" ")[0],
+                    "ph": "X",
+                    "pid": 1,
+                    "tid": tid[track],
+                    "ts": a * 1e6,
+                    "dur": (b - a) * 1e6,
+                    "args": {"batch": int(batch)},
+                }
+            )
+        trace = {
+            "traceEvents": events,
+            "displayTimeUnit": "ms",
+            "otherData": {
+                "bottleneck": self.bottleneck,
+                "throughput": self.throughput,
+                "throughput_unit": self.throughput_unit,
+                "warmup_s": self.sim.get("warmup_s"),
+            },
+        }
         if path is not None:
             with open(path, "w") as f:
                 json.dump(trace, f)
@@ -90,37 +131,44 @@ class Result:
             + ("  OUT OF MEMORY" if self.memory["oom"] else ""),
         ]
         if self.ttft_ms is not None:
-            lines.append(f"llm         first token p50 {self.ttft_ms['p50']:.1f} ms   "
-                         f"{self.tokens_per_s_per_stream or 0:.1f} tokens/s per stream   "
-                         f"fits {self.max_concurrency} sequences")
+            lines.append(
+                f"llm         first token p50 {self.ttft_ms['p50']:.1f} ms   "
+                f"{self.tokens_per_s_per_stream or 0:.1f} tokens/s per stream   "
+                f"fits {self.max_concurrency} sequences"
+            )
         if self.latency_breakdown_ms is not None:
-            lines.append("latency     " + "  ".join(f"{k.replace('_', ' ')} {v:.2f} ms"
-                                                    for k, v in self.latency_breakdown_ms.items()))
+            lines.append(
+                "latency     "
+                + "  ".join(f"{k.replace('_', ' ')} {v:.2f} ms" for k, v in self.latency_breakdown_ms.items())
+            )
             sizes = sorted(self.batch_sizes or {})
             lines.append(f"batches     sizes {sizes[0]}..{sizes[-1]}" if sizes else "batches     none")
         if self.goodput is not None:
             per = " per output token" if self.ttft_ms is not None else ""
-            lines.append(f"goodput     {self.goodput:,.1f} requests/s within {self.scenario.get('latency_slo_ms'):g} ms"
-                         + per)
+            lines.append(
+                f"goodput     {self.goodput:,.1f} requests/s within {self.scenario.get('latency_slo_ms'):g} ms" + per
+            )
         for w in self.warnings:
             lines.append(f"warning     {w}")
         if self.suggestions:
             lines.append("what would help (re-simulated):")
             for sug in self.suggestions:
                 sp = sug.get("speedup")
-                lines.append(f"  {sug['change']:<32} " + (f"{sp:.2f}x" if sp is not None else "fits")
-                             + (f"  {sug['why']}" if sug.get("why") else ""))
+                lines.append(
+                    f"  {sug['change']:<32} "
+                    + (f"{sp:.2f}x" if sp is not None else "fits")
+                    + (f"  {sug['why']}" if sug.get("why") else "")
+                )
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.summary()
 
     def __repr__(self) -> str:
-        return (f"<Result {self.method}: {self.throughput:,.1f} {self.throughput_unit}, "
-                f"bottleneck {self.bottleneck}>")
+        return f"<Result {self.method}: {self.throughput:,.1f} {self.throughput_unit}, bottleneck {self.bottleneck}>"
 
 
-def _track_key(track: str):
+def track_key(track: str):
     order = {"storage": 0, "worker": 1, "main": 1, "preprocess": 1, "host_copy": 2, "gpu": 3}
     parts = track.split(" ")
     return order.get(parts[0], 4), int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else 0, track

@@ -1,4 +1,5 @@
 """Scenario: an immutable, validated description of one pipeline on one machine."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -9,25 +10,62 @@ from typing import Any
 from . import catalog
 from .errors import HwsimError, did_you_mean
 
-KINDS = ("training", "inference", "serving", "llm")
 BATCHING = ("static", "continuous")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
-# the workload a kind starts from when none is named
-DEFAULT_WORKLOAD = {"training": "resnet50", "inference": "resnet50", "serving": "resnet50", "llm": "llama-2-7b"}
 FUSIONS = ("eager", "compiled", "tensorrt")
+IMPORTED = ("hf:", "onnx:")  # workload="hf:config.json" or "onnx:model.onnx": read by core/importers
+
+
+@dataclass(frozen=True)
+class KindTraits:
+    """What the core needs to know of a scenario kind. Its behaviour (demands, simulation, details, diagnosis)
+    lives in one module of `kinds/`, registered under the same name."""
+
+    unit: str  # what throughput counts
+    batch_fields: tuple[str, ...]  # the fields that set the batch, the first one set wins; the first is the knob
+    default_batch: int | None  # when none is set (None: the workload's default batch)
+    default_workload: str  # the workload it starts from when none is named
+    panel_fields: tuple[str, ...]  # what a what-if panel shows for it, beside COMMON_FIELDS
+    trains: bool = False  # forward, backward and the optimizer update
+    generates: bool = False  # autoregressive decoding: a language model, a KV cache, weight-only int8/int4
+    suggest_steps: int = 60  # steps (requests for serving) of the short re-runs that measure each suggestion
+    largest_batch: int = 4096  # the largest batch a batch-size sweep tries
+
+    @property
+    def batch_field(self) -> str:
+        return self.batch_fields[0]
+
+
+# what a what-if panel shows: the fields of every kind, then those of each kind (KindTraits.panel_fields)
+COMMON_FIELDS = ("kind", "workload", "gpu", "precision", "fusion")
+_LOADER = ("loader_workers", "cpu_cores", "storage", "storage_bandwidth_gbs", "host_link", "pin_memory")
+_SERVING = ("arrival_rate_rps", "max_batch_size", "max_queue_delay_ms", "latency_slo_ms", "replicas",
+            "loader_workers", "cpu_cores", "host_link", "pin_memory")  # fmt: skip
+_LLM = ("prompt_tokens", "output_tokens", "concurrency", "batching", "latency_slo_ms")
+KIND_TRAITS = {
+    "training": KindTraits("samples/s", ("batch_size",), None, "resnet50", ("batch_size", *_LOADER), trains=True),
+    "inference": KindTraits("samples/s", ("batch_size",), None, "resnet50", ("batch_size", *_LOADER)),
+    "serving": KindTraits(
+        "requests/s", ("max_batch_size", "batch_size"), 8, "resnet50", _SERVING, suggest_steps=400, largest_batch=1024
+    ),  # fmt: skip
+    "llm": KindTraits("tokens/s", ("concurrency",), 16, "llama-2-7b", _LLM, generates=True, largest_batch=1024),
+}
+KINDS = tuple(KIND_TRAITS)
+KIND_FIELDS = {k: t.panel_fields for k, t in KIND_TRAITS.items()}
 
 
 @dataclass(frozen=True)
 class Field:
     """What a scenario field accepts: its type, unit, range and default."""
+
     name: str
     type: type
     unit: str
     help: str
-    default: Any = None          # None: taken from the catalogue entry
+    default: Any = None  # None: taken from the catalogue entry
     lo: float | None = None
     hi: float | None = None
-    lo_open: bool = False        # True: lo itself is refused (> lo)
+    lo_open: bool = False  # True: lo itself is refused (> lo)
     choices: tuple | None = None
 
     def accepted(self) -> str:
@@ -47,6 +85,8 @@ class Field:
             return None
         if self.name in ("workload", "gpu", "storage", "host_link") and isinstance(value, dict):
             return value
+        if self.name == "workload" and isinstance(value, str) and value.strip().lower().startswith(IMPORTED):
+            return value.strip()  # a file path keeps its case
         if self.choices is not None or self.type is str:
             if not isinstance(value, str):
                 raise HwsimError(self.name, value, self.accepted() if self.choices else "a catalogue name")
@@ -75,69 +115,129 @@ class Field:
         return value
 
 
-FIELDS = {f.name: f for f in [
-    Field("kind", str, "", "what the pipeline does", "training", choices=KINDS),
-    Field("workload", str, "", "model from the catalogue, or a dict of its architecture "
-          "(default resnet50; llama-2-7b for llm)"),
-    Field("gpu", str, "", "accelerator from the catalogue", "a100-sxm-80gb"),
-    Field("precision", str, "", "number format of weights and math", "bf16",
-          choices=PRECISIONS),
-    Field("batch_size", int, "samples", "samples per step", None, 1, 65536),
-    Field("seq_len", int, "tokens", "tokens per sample (transformers)", None, 1, 1_048_576),
-    Field("loader_workers", int, "processes", "DataLoader worker processes (0: load in the main process)", 8, 0, 1024),
-    Field("prefetch_factor", int, "batches", "batches each worker may have ready", 2, 1, 64),
-    Field("cpu_cores", int, "cores", "host cores for loading and the training loop", 16, 1, 1024),
-    Field("cpu_speed", float, "x", "host core speed relative to the reference core", 1.0, 0.0, 100, True),
-    Field("storage", str, "", "dataset storage from the catalogue", "nvme-gen4"),
-    Field("storage_bandwidth_gbs", float, "GB/s", "storage read bandwidth", None, 0.0, 10000, True),
-    Field("storage_latency_ms", float, "ms", "storage latency per sample read", None, 0.0, 10000),
-    Field("storage_concurrency", int, "requests", "reads in flight that overlap their latency", None, 1, 4096),
-    Field("host_link", str, "", "host-to-device link from the catalogue (default: the GPU's)"),
-    Field("host_link_gbs", float, "GB/s", "host-to-device copy bandwidth (pinned)", None, 0.0, 10000, True),
-    Field("pin_memory", bool, "", "pinned host buffers: asynchronous copies at link speed", True),
-    Field("fusion", str, "", "eager kernels, compiled (fused, CUDA graphs) or TensorRT-like", "eager", choices=FUSIONS),
-    Field("dataset_gb", float, "GB", "dataset size on storage", None, 0.0, 1e7, True),
-    Field("host_cache_gb", float, "GB", "host page cache available to the dataset", 0.0, 0.0, 1e6),
-    Field("preprocess_ms_per_sample", float, "ms", "CPU decode + augment per sample on the reference core", None, 0.0, 1e5),
-    Field("input_bytes_per_sample", float, "bytes", "bytes read from storage per sample", None, 0.0, 1e10, True),
-    Field("jitter_cv", float, "", "coefficient of variation of every service time (lognormal)", 0.1, 0.0, 4.0),
-    Field("steps", int, "steps", "steps (training, inference) or requests (serving; llm: at least twice the "
-          "concurrency) to simulate",
-          200, 10, 100_000),
-    # serving and llm
-    Field("arrival_rate_rps", float, "req/s", "Poisson request rate (serving: default 100 unless concurrency "
-          "gives a closed loop; llm: none means all requests at once, offline)", None, 0.0, 1e7, True),
-    Field("concurrency", int, "clients", "serving: closed-loop clients; llm: sequences sharing a decode step "
-          "(default 16)", None, 1, 65536),
-    Field("think_time_ms", float, "ms", "closed-loop client think time between requests (exponential)",
-          0.0, 0.0, 1e7),
-    Field("max_batch_size", int, "requests", "dynamic batcher: largest batch (default batch_size, else 8)",
-          None, 1, 65536),
-    Field("max_queue_delay_ms", float, "ms", "dynamic batcher: longest a request waits for companions",
-          1.0, 0.0, 1e5),
-    Field("latency_slo_ms", float, "ms", "latency budget for goodput and best_batch", 100.0, 0.0, 1e7, True),
-    Field("replicas", int, "GPUs", "identical model instances, each on its own GPU", 1, 1, 1024),
-    Field("prompt_tokens", int, "tokens", "llm: prompt length (prefill)", 512, 1, 1_048_576),
-    Field("output_tokens", int, "tokens", "llm: mean generated tokens per request", 128, 1, 1_048_576),
-    Field("output_tokens_cv", float, "", "llm: coefficient of variation of output lengths (lognormal)",
-          0.5, 0.0, 4.0),
-    Field("batching", str, "", "llm: static (a batch waits for its longest sequence) or continuous "
-          "(sequences join every step)", "continuous", choices=BATCHING),
-    Field("kv_precision", str, "", "llm: KV-cache number format (default: 16-bit for int weights, "
-          "else the precision)", None, choices=PRECISIONS),
-    Field("weight_group_size", int, "weights", "weights per 16-bit quantization scale (int8/int4/fp8; "
-          "0: per-channel, negligible; 32: llama.cpp Q4_0/Q8_0, MLC q4f16_1; 128: GPTQ/AWQ)", 0, 0, 65536),
-]}
-
-# what a what-if panel shows: the fields of every kind, then those that apply to one kind
-COMMON_FIELDS = ("kind", "workload", "gpu", "precision", "fusion")
-_LOADER = ("loader_workers", "cpu_cores", "storage", "storage_bandwidth_gbs", "host_link", "pin_memory")
-KIND_FIELDS = {
-    "training": ("batch_size", *_LOADER),
-    "inference": ("batch_size", *_LOADER),
-    "serving": ("arrival_rate_rps", "max_batch_size", "max_queue_delay_ms", "latency_slo_ms", "replicas",
-                "loader_workers", "cpu_cores", "host_link", "pin_memory"),
-    "llm": ("prompt_tokens", "output_tokens", "concurrency", "batching", "latency_slo_ms"),
+FIELDS = {
+    f.name: f
+    for f in [
+        Field("kind", str, "", "what the pipeline does", "training", choices=KINDS),
+        Field(
+            "workload",
+            str,
+            "",
+            "model from the catalogue, a dict of its architecture, hf:config.json or onnx:model.onnx "
+            "(default resnet50; llama-2-7b for llm)",
+        ),
+        Field("gpu", str, "", "accelerator from the catalogue", "a100-sxm-80gb"),
+        Field("precision", str, "", "number format of weights and math", "bf16", choices=PRECISIONS),
+        Field("batch_size", int, "samples", "samples per step", None, 1, 65536),
+        Field("seq_len", int, "tokens", "tokens per sample (transformers)", None, 1, 1_048_576),
+        Field(
+            "loader_workers", int, "processes", "DataLoader worker processes (0: load in the main process)", 8, 0, 1024
+        ),
+        Field("prefetch_factor", int, "batches", "batches each worker may have ready", 2, 1, 64),
+        Field("cpu_cores", int, "cores", "host cores for loading and the training loop", 16, 1, 1024),
+        Field("cpu_speed", float, "x", "host core speed relative to the reference core", 1.0, 0.0, 100, True),
+        Field("storage", str, "", "dataset storage from the catalogue", "nvme-gen4"),
+        Field("storage_bandwidth_gbs", float, "GB/s", "storage read bandwidth", None, 0.0, 10000, True),
+        Field("storage_latency_ms", float, "ms", "storage latency per sample read", None, 0.0, 10000),
+        Field("storage_concurrency", int, "requests", "reads in flight that overlap their latency", None, 1, 4096),
+        Field("host_link", str, "", "host-to-device link from the catalogue (default: the GPU's)"),
+        Field("host_link_gbs", float, "GB/s", "host-to-device copy bandwidth (pinned)", None, 0.0, 10000, True),
+        Field("pin_memory", bool, "", "pinned host buffers: asynchronous copies at link speed", True),
+        Field(
+            "fusion", str, "", "eager kernels, compiled (fused, CUDA graphs) or TensorRT-like", "eager", choices=FUSIONS
+        ),
+        Field("dataset_gb", float, "GB", "dataset size on storage", None, 0.0, 1e7, True),
+        Field("host_cache_gb", float, "GB", "host page cache available to the dataset", 0.0, 0.0, 1e6),
+        Field(
+            "preprocess_ms_per_sample",
+            float,
+            "ms",
+            "CPU decode + augment per sample on the reference core",
+            None,
+            0.0,
+            1e5,
+        ),
+        Field("input_bytes_per_sample", float, "bytes", "bytes read from storage per sample", None, 0.0, 1e10, True),
+        Field("jitter_cv", float, "", "coefficient of variation of every service time (lognormal)", 0.1, 0.0, 4.0),
+        Field(
+            "steps",
+            int,
+            "steps",
+            "steps (training, inference) or requests (serving; llm: at least twice the concurrency) to simulate",
+            200,
+            10,
+            100_000,
+        ),
+        # serving and llm
+        Field(
+            "arrival_rate_rps",
+            float,
+            "req/s",
+            "Poisson request rate (serving: default 100 unless concurrency "
+            "gives a closed loop; llm: none means all requests at once, offline)",
+            None,
+            0.0,
+            1e7,
+            True,
+        ),
+        Field(
+            "concurrency",
+            int,
+            "clients",
+            "serving: closed-loop clients; llm: sequences sharing a decode step (default 16)",
+            None,
+            1,
+            65536,
+        ),
+        Field(
+            "think_time_ms", float, "ms", "closed-loop client think time between requests (exponential)", 0.0, 0.0, 1e7
+        ),
+        Field(
+            "max_batch_size",
+            int,
+            "requests",
+            "dynamic batcher: largest batch (default batch_size, else 8)",
+            None,
+            1,
+            65536,
+        ),
+        Field(
+            "max_queue_delay_ms", float, "ms", "dynamic batcher: longest a request waits for companions", 1.0, 0.0, 1e5
+        ),
+        Field("latency_slo_ms", float, "ms", "latency budget for goodput and best_batch", 100.0, 0.0, 1e7, True),
+        Field("replicas", int, "GPUs", "identical model instances, each on its own GPU", 1, 1, 1024),
+        Field("prompt_tokens", int, "tokens", "llm: prompt length (prefill)", 512, 1, 1_048_576),
+        Field("output_tokens", int, "tokens", "llm: mean generated tokens per request", 128, 1, 1_048_576),
+        Field(
+            "output_tokens_cv", float, "", "llm: coefficient of variation of output lengths (lognormal)", 0.5, 0.0, 4.0
+        ),
+        Field(
+            "batching",
+            str,
+            "",
+            "llm: static (a batch waits for its longest sequence) or continuous (sequences join every step)",
+            "continuous",
+            choices=BATCHING,
+        ),
+        Field(
+            "kv_precision",
+            str,
+            "",
+            "llm: KV-cache number format (default: 16-bit for int weights, else the precision)",
+            None,
+            choices=PRECISIONS,
+        ),
+        Field(
+            "weight_group_size",
+            int,
+            "weights",
+            "weights per 16-bit quantization scale (int8/int4/fp8; "
+            "0: per-channel, negligible; 32: llama.cpp Q4_0/Q8_0, MLC q4f16_1; 128: GPTQ/AWQ)",
+            0,
+            0,
+            65536,
+        ),
+    ]
 }
 
 _CATALOGUE_FIELDS = {"workload": "workloads", "gpu": "gpus", "storage": "storage", "host_link": "links"}
@@ -146,6 +246,7 @@ _CATALOGUE_FIELDS = {"workload": "workloads", "gpu": "gpus", "storage": "storage
 @dataclass(frozen=True)
 class Scenario:
     """One pipeline; a field left as None takes its catalogue entry's value."""
+
     kind: str = "training"
     workload: Any = None
     gpu: Any = "a100-sxm-80gb"
@@ -191,47 +292,69 @@ class Scenario:
                 value = spec.default
             object.__setattr__(self, name, value)
         if self.workload is None:
-            object.__setattr__(self, "workload", DEFAULT_WORKLOAD[self.kind])
+            object.__setattr__(self, "workload", self.traits.default_workload)
         for name, section in _CATALOGUE_FIELDS.items():
             value = getattr(self, name)
+            if name == "workload" and isinstance(value, str) and value.lower().startswith(IMPORTED):
+                from .workloads import resolve
+
+                value = resolve(value)  # reads the file now; the scenario keeps the string
             if isinstance(value, str):
                 object.__setattr__(self, name, catalog.get(section, value)["id"])
             elif isinstance(value, dict):
                 from .workloads import check_custom
-                check_custom(section, value)
-        if self.kind == "llm":
-            self._check_llm()
 
-    def _check_llm(self):
+                check_custom(section, value)
+        if self.traits.generates:
+            self._check_language_model()
+
+    @property
+    def traits(self) -> KindTraits:
+        """What the core needs to know of this scenario's kind."""
+        return KIND_TRAITS[self.kind]
+
+    def _check_language_model(self):
         from .workloads import resolve
+
         w = resolve(self.workload)
         if w.get("arch") != "transformer" or "vocab" not in w:
-            raise HwsimError("workload", w.get("id", "custom"), "a language model (a transformer with a vocabulary) "
-                             "for kind=llm", "e.g. llama-2-7b")
+            raise HwsimError(
+                "workload",
+                w.get("id", "custom"),
+                "a language model (a transformer with a vocabulary) for kind=llm",
+                "e.g. llama-2-7b",
+            )
         ctx = self.seq_len or int(w.get("seq_len", 2048))
         if self.prompt_tokens >= ctx:
-            raise HwsimError("prompt_tokens", self.prompt_tokens,
-                             f"fewer than the {ctx}-token context of {w.get('id', 'the model')}")
+            raise HwsimError(
+                "prompt_tokens", self.prompt_tokens, f"fewer than the {ctx}-token context of {w.get('id', 'the model')}"
+            )
         if self.prompt_tokens + self.output_tokens > ctx:
-            raise HwsimError("output_tokens", self.output_tokens,
-                             f"at most {ctx - self.prompt_tokens} (context {ctx} minus {self.prompt_tokens} "
-                             "prompt tokens)")
+            raise HwsimError(
+                "output_tokens",
+                self.output_tokens,
+                f"at most {ctx - self.prompt_tokens} (context {ctx} minus {self.prompt_tokens} prompt tokens)",
+            )
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Scenario":
+    def from_dict(cls, data: dict) -> Scenario:
         """A scenario from a plain dict; unknown keys are refused with a suggestion."""
         if not isinstance(data, dict):
             raise HwsimError("scenario", data, "an object of field: value pairs")
         unknown = [k for k in data if k not in FIELDS]
         if unknown:
-            raise HwsimError(unknown[0], data[unknown[0]], "a known scenario field",
-                             did_you_mean(unknown[0], FIELDS) or "see `python -m jupyter_hwsim help`")
+            raise HwsimError(
+                unknown[0],
+                data[unknown[0]],
+                "a known scenario field",
+                did_you_mean(unknown[0], FIELDS) or "see `python -m jupyter_hwsim help`",
+            )
         return cls(**data)
 
     def to_dict(self) -> dict:
         """Every field, JSON-serializable; None means 'from the catalogue'."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
-    def replace(self, **changes) -> "Scenario":
+    def replace(self, **changes) -> Scenario:
         """A new scenario with some fields changed (validated like any other)."""
         return Scenario.from_dict({**self.to_dict(), **changes})

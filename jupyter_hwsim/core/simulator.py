@@ -11,6 +11,7 @@ A device that runs on the host's own cores (a CPU measured by calibrate) has no
 GPU: its step's threads share the cores with the workers, as the OS scheduler
 shares them (processor sharing, see _SharedCores).
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,21 @@ from .costs import contention, core_share, host_threads
 from .errors import HwsimError
 
 
-class _Busy:
+class Environment(simpy.Environment):
+    """SimPy's environment, counting the events it schedules: the `sim.events` figure of a result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scheduled = 0
+
+    def schedule(self, event, priority=simpy.core.NORMAL, delay=0) -> None:
+        self.scheduled += 1
+        super().schedule(event, priority, delay)
+
+
+class Busy:
     """Busy intervals of one resource, clipped to the measured window later."""
+
     __slots__ = ("spans",)
 
     def __init__(self):
@@ -47,9 +61,9 @@ class _SharedCores:
     core of its own.
     """
 
-    def __init__(self, env, cores: int, busy: "_Busy"):
+    def __init__(self, env, cores: int, busy: Busy):
         self.env, self.cores, self.busy = env, cores, busy
-        self.jobs = []          # [seconds left, threads, event, efficiency while oversubscribed]
+        self.jobs: list[list] = []  # [seconds left, threads, event, efficiency while oversubscribed]
         self.last = 0.0
         self.version = 0
 
@@ -92,7 +106,7 @@ class _SharedCores:
             self._schedule()
 
 
-def _jitter(rng, cv, n):
+def jitter(rng, cv, n):
     if cv <= 0:
         return np.ones(n)
     sigma2 = math.log1p(cv * cv)
@@ -106,20 +120,20 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
     # the loader keeps running ahead of the last step, as a real one does
     produced = total + max(1, s.loader_workers * s.prefetch_factor) + 2
     rng = np.random.default_rng(seed)
-    jit = {k: _jitter(rng, s.jitter_cv, produced) for k in ("storage", "pre", "copy", "gpu")}
-    env = simpy.Environment()
+    jit = {k: jitter(rng, s.jitter_cv, produced) for k in ("storage", "pre", "copy", "gpu")}
+    env = Environment()
     storage = simpy.Resource(env, capacity=1)
     link = simpy.Resource(env, capacity=1)
-    busy = {k: _Busy() for k in ("storage", "cpu", "link", "gpu", "worker_read", "worker_pre")}
+    busy = {k: Busy() for k in ("storage", "cpu", "link", "gpu", "worker_read", "worker_pre")}
     threads = host_threads(m)
     shared = _SharedCores(env, s.cpu_cores, busy["cpu"]) if threads else None
     step_eff, thread_eff = contention(m)
     cores = None if shared else simpy.Resource(env, capacity=s.cpu_cores)
     issue_waits = []  # (start, end) a step waited for a free core to issue its kernels
-    stamps = {}       # batch -> {stage: (start, end)}
+    stamps: dict[int, dict] = {}  # batch -> {stage: (start, end)}
     timeline = []
     ends = []
-    waits = []        # (start, end, batch) the loop waited for input
+    waits = []  # (start, end, batch) the loop waited for input
     state = {"next": 0}
     wall0 = time.perf_counter()
 
@@ -146,14 +160,14 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
         t0 = env.now
         t1 = yield from hold(storage, "storage", d.storage_s * jit["storage"][b])
         timeline.append(("storage", "read", t1, env.now, b))
-        rest = (d.read_s - d.storage_s) * jit["storage"][b]   # latency in flight, beyond the device's share
+        rest = (d.read_s - d.storage_s) * jit["storage"][b]  # latency in flight, beyond the device's share
         if rest > 0:
             yield env.timeout(rest)
         stamps.setdefault(b, {})["io"] = (t0, env.now)
         timeline.append((track, "read", t0, env.now, b))
 
     def preprocess(b, track):
-        cost = d.preprocess_s + d.handoff_s    # a worker also hands its batch over (0 in the main process)
+        cost = d.preprocess_s + d.handoff_s  # a worker also hands its batch over (0 in the main process)
         if cost <= 0:
             return
         t0 = env.now
@@ -171,8 +185,9 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
 
     ready = simpy.Store(env)
     device_q = simpy.Store(env, capacity=1)
-    slots = simpy.Container(env, capacity=max(1, s.loader_workers * s.prefetch_factor),
-                            init=max(1, s.loader_workers * s.prefetch_factor))
+    slots = simpy.Container(
+        env, capacity=max(1, s.loader_workers * s.prefetch_factor), init=max(1, s.loader_workers * s.prefetch_factor)
+    )
 
     def worker(i):
         track = f"worker {i}"
@@ -200,7 +215,7 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
     def issue(b):
         t0 = env.now
         t1 = yield from hold(cores, "cpu", st.issue_s * jit["gpu"][b])
-        if t1 > t0:      # every core was busy (loader workers beyond the cores): the loop could not issue
+        if t1 > t0:  # every core was busy (loader workers beyond the cores): the loop could not issue
             issue_waits.append((t0, t1))
 
     def loop():
@@ -215,15 +230,15 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
             else:
                 t0 = env.now
                 b = yield (device_q if s.pin_memory else ready).get()
-                if d.receive_s > 0:    # the main process unpickles the batch a worker handed over
+                if d.receive_s > 0:  # the main process unpickles the batch a worker handed over
                     yield from on_cores(d.receive_s * jit["pre"][b])
-                if not s.pin_memory:   # synchronous copy on the loop
+                if not s.pin_memory:  # synchronous copy on the loop
                     slots.put(1)
                     yield from copy(b)
                 waits.append((t0, env.now, b))
             t1 = env.now
             kernel = st.kernel_s * jit["gpu"][b]
-            if shared:   # the step runs on the cores; what the workers' share stretches it by is CPU time
+            if shared:  # the step runs on the cores; what the workers' share stretches it by is CPU time
                 yield from on_cores(kernel, threads, step_eff)
                 if env.now > t1 + kernel:
                     issue_waits.append((t1 + kernel, env.now))
@@ -233,8 +248,9 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
             timeline.append(("gpu", "step", t1, env.now, b))
             ends.append(env.now)
             if time.perf_counter() - wall0 > budget_s:
-                raise HwsimError("steps", s.steps, f"a run that fits the {budget_s:g} s simulation budget",
-                                 "lower steps")
+                raise HwsimError(
+                    "steps", s.steps, f"a run that fits the {budget_s:g} s simulation budget", "lower steps"
+                )
 
     for i in range(s.loader_workers):
         env.process(worker(i))
@@ -242,10 +258,19 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
         env.process(copier())
     done = env.process(loop())
     env.run(until=done)
-    events = next(env._eid)   # SimPy numbers every scheduled event; the next id is the count
-    return {"env": env, "busy": busy, "stamps": stamps, "timeline": timeline, "ends": ends, "waits": waits,
-            "issue_waits": issue_waits,
-            "warmup": warmup, "events": events, "wall_ms": (time.perf_counter() - wall0) * 1e3}
+    events = env.scheduled
+    return {
+        "env": env,
+        "busy": busy,
+        "stamps": stamps,
+        "timeline": timeline,
+        "ends": ends,
+        "waits": waits,
+        "issue_waits": issue_waits,
+        "warmup": warmup,
+        "events": events,
+        "wall_ms": (time.perf_counter() - wall0) * 1e3,
+    }
 
 
 def _overlap(a, b, span):
@@ -260,16 +285,18 @@ def measure(m, d, out: dict) -> dict:
     window = hi - lo
     x = s.steps / window
     busy = out["busy"]
-    util = {"storage": busy["storage"].within(lo, hi) / window,
-            "cpu": busy["cpu"].within(lo, hi) / (window * s.cpu_cores),
-            "host_link": busy["link"].within(lo, hi) / window,
-            "gpu_busy": busy["gpu"].within(lo, hi) / window}
+    util = {
+        "storage": busy["storage"].within(lo, hi) / window,
+        "cpu": busy["cpu"].within(lo, hi) / (window * s.cpu_cores),
+        "host_link": busy["link"].within(lo, hi) / window,
+        "gpu_busy": busy["gpu"].within(lo, hi) / window,
+    }
     nw = s.loader_workers
     # workers split their time between reading (the disk's latency and queue included) and preprocessing
     read_share = busy["worker_read"].within(lo, hi) / (window * nw) if nw else 0.0
     pre_share = busy["worker_pre"].within(lo, hi) / (window * nw) if nw else 0.0
     io_sat, cpu_sat = max(util["storage"], read_share), max(util["cpu"], pre_share)
-    if host_threads(m):   # the step's own threads keep the cores busy too: the loader saturates when its workers do
+    if host_threads(m):  # the step's own threads keep the cores busy too: the loader saturates when its workers do
         cpu_sat = pre_share
     waits = {"input_io": 0.0, "input_preprocess": 0.0, "host_copy": 0.0}
     for a, b, batch in out["waits"]:
@@ -279,10 +306,10 @@ def measure(m, d, out: dict) -> dict:
         sp = out["stamps"].get(batch, {})
         cp = _overlap(a, b, sp.get("copy"))
         waits["host_copy"] += cp
-        if nw == 0:   # the loop itself read and preprocessed this batch: each part is its own cause
+        if nw == 0:  # the loop itself read and preprocessed this batch: each part is its own cause
             waits["input_io"] += _overlap(a, b, sp.get("io"))
             waits["input_preprocess"] += _overlap(a, b, sp.get("pre"))
-        else:         # waiting on the loader: the stage that keeps the workers busy is the cause
+        else:  # waiting on the loader: the stage that keeps the workers busy is the cause
             waits["input_io" if io_sat >= cpu_sat else "input_preprocess"] += (b - a) - cp
     # a step that waited for a free core to issue its kernels waited on the CPU, not on launches
     issue_wait = sum(max(0.0, min(b, hi) - max(a, lo)) for a, b in out["issue_waits"])
@@ -290,8 +317,10 @@ def measure(m, d, out: dict) -> dict:
     # jitter scales kernels: measure the busy share and split it as the cost model does
     gpu_share = busy["gpu"].within(lo, hi) / window
     cm = st.compute_s + st.memory_s
-    gpu_time = {"compute": gpu_share * st.compute_s / cm if cm else 0.0,
-                "memory": gpu_share * st.memory_s / cm if cm else 0.0}
+    gpu_time = {
+        "compute": gpu_share * st.compute_s / cm if cm else 0.0,
+        "memory": gpu_share * st.memory_s / cm if cm else 0.0,
+    }
     for k, v in waits.items():
         gpu_time[k] = v / window
     steps_wall = sum(max(0.0, min(b, hi) - max(a, lo)) for (trk, _, a, b, _) in out["timeline"] if trk == "gpu")
@@ -303,10 +332,22 @@ def measure(m, d, out: dict) -> dict:
     if nw == 0:
         sat = {"loop": 1.0, "io": util["storage"], "cpu": util["cpu"], "host_link": 0.0}
     else:
-        starved = sum(gpu_time[k] for k in ("input_io", "input_preprocess")) + \
-            (gpu_time["host_copy"] if s.pin_memory else 0.0)
-        sat = {"loop": 1.0 - starved, "io": io_sat, "cpu": cpu_sat,
-               "host_link": util["host_link"] if s.pin_memory else 0.0}
-    step_ms = np.diff(np.asarray(ends[w - 1:])) * 1e3
-    return {"batches_per_s": x, "gpu_time": gpu_time, "utilization": util, "saturation": sat,
-            "step_ms": step_ms, "window_s": window, "warmup_s": lo}
+        starved = sum(gpu_time[k] for k in ("input_io", "input_preprocess")) + (
+            gpu_time["host_copy"] if s.pin_memory else 0.0
+        )
+        sat = {
+            "loop": 1.0 - starved,
+            "io": io_sat,
+            "cpu": cpu_sat,
+            "host_link": util["host_link"] if s.pin_memory else 0.0,
+        }
+    step_ms = np.diff(np.asarray(ends[w - 1 :])) * 1e3
+    return {
+        "batches_per_s": x,
+        "gpu_time": gpu_time,
+        "utilization": util,
+        "saturation": sat,
+        "step_ms": step_ms,
+        "window_s": window,
+        "warmup_s": lo,
+    }

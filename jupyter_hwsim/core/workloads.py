@@ -1,8 +1,10 @@
 """Workloads as operator lists, built from their architecture (layer shapes, not a FLOP count)."""
+
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import catalog
@@ -17,8 +19,9 @@ class Op:
     independent matrices per sample (attention heads). kernels: launches per pass
     (a measured step lumps many operators of one class into one Op).
     """
+
     name: str
-    cls: str            # matmul | elementwise | norm | batchnorm | softmax
+    cls: str  # matmul | elementwise | norm | batchnorm | softmax
     flops: float
     act_in: float
     act_out: float
@@ -32,8 +35,9 @@ class Op:
 def _conv(name, cin, cout, k, stride, hw_in):
     hw = math.ceil(hw_in / stride)
     m = hw * hw
-    return Op(name, "matmul", 2.0 * m * cout * k * k * cin, cin * hw_in * hw_in, cout * m,
-              cout * cin * k * k, m, cout), hw
+    return Op(
+        name, "matmul", 2.0 * m * cout * k * k * cin, cin * hw_in * hw_in, cout * m, cout * cin * k * k, m, cout
+    ), hw
 
 
 def _pointwise(name, cls, elems, n_in=1, flops_per=1.0):
@@ -44,12 +48,16 @@ def _resnet(w: dict) -> list[Op]:
     ops: list[Op] = []
     hw = w.get("image_px", 224)
     op, hw = _conv("conv1", 3, 64, 7, 2, hw)
-    ops += [op, _pointwise("bn1", "batchnorm", 64 * hw * hw, flops_per=5), _pointwise("relu1", "elementwise", 64 * hw * hw)]
+    ops += [
+        op,
+        _pointwise("bn1", "batchnorm", 64 * hw * hw, flops_per=5),
+        _pointwise("relu1", "elementwise", 64 * hw * hw),
+    ]
     hw = math.ceil(hw / 2)
     ops.append(_pointwise("maxpool", "elementwise", 64 * hw * hw))
     cin, bottleneck = 64, w["block"] == "bottleneck"
     for stage, n in enumerate(w["blocks"]):
-        width = 64 * 2 ** stage
+        width = 64 * 2**stage
         cout = width * 4 if bottleneck else width
         for b in range(n):
             stride = 2 if (b == 0 and stage > 0) else 1
@@ -69,12 +77,24 @@ def _resnet(w: dict) -> list[Op]:
             if b == 0 and (stride != 1 or cin != cout):
                 op, _ = _conv(f"{p}.downsample", cin, cout, 1, stride, hw_in)
                 ops += [op, _pointwise(f"{p}.downsample.bn", "batchnorm", cout * hw * hw, flops_per=5)]
-            ops += [_pointwise(f"{p}.add", "elementwise", c * hw * hw, n_in=2),
-                    _pointwise(f"{p}.relu", "elementwise", c * hw * hw)]
+            ops += [
+                _pointwise(f"{p}.add", "elementwise", c * hw * hw, n_in=2),
+                _pointwise(f"{p}.relu", "elementwise", c * hw * hw),
+            ]
             cin = cout
     ops.append(_pointwise("avgpool", "elementwise", cin, n_in=hw * hw))
-    ops.append(Op("fc", "matmul", 2.0 * cin * w["num_classes"], cin, w["num_classes"],
-                  cin * w["num_classes"], 1, w["num_classes"]))
+    ops.append(
+        Op(
+            "fc",
+            "matmul",
+            2.0 * cin * w["num_classes"],
+            cin,
+            w["num_classes"],
+            cin * w["num_classes"],
+            1,
+            w["num_classes"],
+        )
+    )
     return ops
 
 
@@ -82,26 +102,43 @@ def _linear(name, s, k, n):
     return Op(name, "matmul", 2.0 * s * k * n, s * k, s * n, k * n, s, n)
 
 
+def _head_dims(w: dict) -> tuple[int, int]:
+    """(head_dim, heads x head_dim): hidden // heads unless the entry names its head_dim."""
+    d = w.get("head_dim") or w["hidden"] // w["heads"]
+    return d, w["heads"] * d
+
+
+def _experts(op: Op, w: dict) -> Op:
+    """A mixture-of-experts operator: each token runs experts_per_token experts; every expert's weights are held."""
+    k, e = w["experts_per_token"], w["experts"]
+    return Op(op.name, op.cls, op.flops * k, op.act_in * k, op.act_out * k, op.params * e, op.rows * k, op.cols)
+
+
 def _transformer_layers(w: dict, s: int) -> list[Op]:
     h, heads, kv = w["hidden"], w["heads"], w.get("kv_heads", w["heads"])
-    d, f = h // heads, w["ffn"]
+    (d, q), f = _head_dims(w), w["ffn"]
+    t = min(s, w.get("sliding_window") or s)  # keys each query attends to
     gated = w.get("gated_ffn", False)
     ops: list[Op] = []
     for i in range(w["layers"]):
         p = f"layer{i}"
-        ops += [
-            _pointwise(f"{p}.ln1", "norm", s * h, flops_per=5),
-            _linear(f"{p}.qkv", s, h, h + 2 * kv * d),
-            Op(f"{p}.attn.scores", "matmul", 2.0 * s * s * h, 2 * s * h, heads * s * s, 0, s, s, heads),
-            Op(f"{p}.attn.softmax", "softmax", 5.0 * heads * s * s, heads * s * s, heads * s * s, 0,
-               heads * s * s, 1),
-            Op(f"{p}.attn.context", "matmul", 2.0 * s * s * h, heads * s * s + s * h, s * h, 0, s, d, heads),
-            _linear(f"{p}.attn.out", s, h, h),
-            _pointwise(f"{p}.add1", "elementwise", s * h, n_in=2),
-            _pointwise(f"{p}.ln2", "norm", s * h, flops_per=5),
+        ffn = [
             _linear(f"{p}.ffn.up", s, h, 2 * f if gated else f),
             _pointwise(f"{p}.ffn.act", "elementwise", s * f, n_in=2 if gated else 1, flops_per=8),
             _linear(f"{p}.ffn.down", s, f, h),
+        ]
+        if w.get("experts"):
+            ffn = [_linear(f"{p}.ffn.router", s, h, w["experts"]), *(_experts(op, w) for op in ffn)]
+        ops += [
+            _pointwise(f"{p}.ln1", "norm", s * h, flops_per=5),
+            _linear(f"{p}.qkv", s, h, q + 2 * kv * d),
+            Op(f"{p}.attn.scores", "matmul", 2.0 * s * t * q, (s + t) * q, heads * s * t, 0, s, t, heads),
+            Op(f"{p}.attn.softmax", "softmax", 5.0 * heads * s * t, heads * s * t, heads * s * t, 0, heads * s * t, 1),
+            Op(f"{p}.attn.context", "matmul", 2.0 * s * t * q, heads * s * t + t * q, s * q, 0, s, d, heads),
+            _linear(f"{p}.attn.out", s, q, h),
+            _pointwise(f"{p}.add1", "elementwise", s * h, n_in=2),
+            _pointwise(f"{p}.ln2", "norm", s * h, flops_per=5),
+            *ffn,
             _pointwise(f"{p}.add2", "elementwise", s * h, n_in=2),
         ]
     return ops
@@ -109,13 +146,20 @@ def _transformer_layers(w: dict, s: int) -> list[Op]:
 
 def _transformer(w: dict, s: int) -> list[Op]:
     h, vocab = w["hidden"], w["vocab"]
-    emb = Op("embedding", "elementwise", 0.0, s, s * h, vocab * h, s * h, 1)
-    ops = [emb, *_transformer_layers(w, s), _pointwise("ln_f", "norm", s * h, flops_per=5),
-           _linear("lm_head", s, h, vocab)]
+    table = 0 if w.get("tie_embeddings") else vocab * h  # tied: the lm_head holds the one copy
+    if w.get("positions"):  # learned position (and token-type) embedding rows
+        table += w["positions"] * h
+    emb = Op("embedding", "elementwise", 0.0, s, s * h, table, s * h, 1)
+    ops = [
+        emb,
+        *_transformer_layers(w, s),
+        _pointwise("ln_f", "norm", s * h, flops_per=5),
+        _linear("lm_head", s, h, vocab),
+    ]
     return ops
 
 
-def decode_operators(w: dict) -> tuple[list[Op], list[Op]]:
+def decode_operators(w: dict) -> tuple[Sequence[Op], Sequence[Op]]:
     """See _decode_operators; cached for catalogue entries."""
     if "id" in w and catalog.workloads().get(w["id"]) is w:
         return _decode_cached(w["id"])
@@ -156,32 +200,47 @@ def _decode_operators(w: dict) -> tuple[list[Op], list[Op]]:
     reads the K and V of every cached token (act_in counts them as cache values).
     """
     h, heads, kv = w["hidden"], w["heads"], w.get("kv_heads", w["heads"])
-    d, f, gated = h // heads, w["ffn"], w.get("gated_ffn", False)
+    (d, q), f, gated = _head_dims(w), w["ffn"], w.get("gated_ffn", False)
     kvd, rotary = kv * d, w.get("rotary", False)
     per_token = [Op("embedding", "elementwise", 0.0, h, h, 0.0, h, 1)]
     per_ctx = []
-    for i in range(w["layers"]):   # at the granularity of the reference implementation: one op, one kernel
+    for i in range(w["layers"]):  # at the granularity of the reference implementation: one op, one kernel
         p = f"layer{i}"
-        per_token += [_pointwise(f"{p}.ln1", "norm", h, flops_per=5),
-                      _linear(f"{p}.q", 1, h, h), _linear(f"{p}.k", 1, h, kvd), _linear(f"{p}.v", 1, h, kvd)]
+        per_token += [
+            _pointwise(f"{p}.ln1", "norm", h, flops_per=5),
+            _linear(f"{p}.q", 1, h, q),
+            _linear(f"{p}.k", 1, h, kvd),
+            _linear(f"{p}.v", 1, h, kvd),
+        ]
         if rotary:
-            per_token += [_pointwise(f"{p}.rope.q", "elementwise", h, flops_per=3),
-                          _pointwise(f"{p}.rope.k", "elementwise", kvd, flops_per=3)]
-        per_token += [_pointwise(f"{p}.cache.k", "elementwise", kvd), _pointwise(f"{p}.cache.v", "elementwise", kvd),
-                      _linear(f"{p}.attn.out", 1, h, h),
-                      _pointwise(f"{p}.add1", "elementwise", h, n_in=2),
-                      _pointwise(f"{p}.ln2", "norm", h, flops_per=5)]
+            per_token += [
+                _pointwise(f"{p}.rope.q", "elementwise", q, flops_per=3),
+                _pointwise(f"{p}.rope.k", "elementwise", kvd, flops_per=3),
+            ]
+        per_token += [
+            _pointwise(f"{p}.cache.k", "elementwise", kvd),
+            _pointwise(f"{p}.cache.v", "elementwise", kvd),
+            _linear(f"{p}.attn.out", 1, q, h),
+            _pointwise(f"{p}.add1", "elementwise", h, n_in=2),
+            _pointwise(f"{p}.ln2", "norm", h, flops_per=5),
+        ]
         if gated:
-            per_token += [_linear(f"{p}.ffn.gate", 1, h, f), _linear(f"{p}.ffn.up", 1, h, f),
-                          _pointwise(f"{p}.ffn.act", "elementwise", f, flops_per=8),
-                          _pointwise(f"{p}.ffn.mul", "elementwise", f, n_in=2)]
+            ffn = [
+                _linear(f"{p}.ffn.gate", 1, h, f),
+                _linear(f"{p}.ffn.up", 1, h, f),
+                _pointwise(f"{p}.ffn.act", "elementwise", f, flops_per=8),
+                _pointwise(f"{p}.ffn.mul", "elementwise", f, n_in=2),
+            ]
         else:
-            per_token += [_linear(f"{p}.ffn.up", 1, h, f), _pointwise(f"{p}.ffn.act", "elementwise", f, flops_per=8)]
-        per_token += [_linear(f"{p}.ffn.down", 1, f, h), _pointwise(f"{p}.add2", "elementwise", h, n_in=2)]
-        per_ctx += [   # per cached token: q.k over all heads, then the weighted sum of V
-            Op(f"{p}.attn.scores", "matmul", 2.0 * h, kvd, heads, 0, 1, 1, heads),
+            ffn = [_linear(f"{p}.ffn.up", 1, h, f), _pointwise(f"{p}.ffn.act", "elementwise", f, flops_per=8)]
+        ffn.append(_linear(f"{p}.ffn.down", 1, f, h))
+        if w.get("experts"):
+            ffn = [_linear(f"{p}.ffn.router", 1, h, w["experts"]), *(_experts(op, w) for op in ffn)]
+        per_token += [*ffn, _pointwise(f"{p}.add2", "elementwise", h, n_in=2)]
+        per_ctx += [  # per cached token: q.k over all heads, then the weighted sum of V
+            Op(f"{p}.attn.scores", "matmul", 2.0 * q, kvd, heads, 0, 1, 1, heads),
             Op(f"{p}.attn.softmax", "softmax", 5.0 * heads, heads, heads, 0, heads, 1),
-            Op(f"{p}.attn.context", "matmul", 2.0 * h, kvd + heads, 0, 0, 1, d, heads),
+            Op(f"{p}.attn.context", "matmul", 2.0 * q, kvd + heads, 0, 0, 1, d, heads),
         ]
     per_token += [_pointwise("ln_f", "norm", h, flops_per=5), _linear("lm_head", 1, h, w["vocab"])]
     return per_token, per_ctx
@@ -189,16 +248,21 @@ def _decode_operators(w: dict) -> tuple[list[Op], list[Op]]:
 
 def kv_values_per_token(w: dict) -> float:
     """K and V values cached per token: 2 x layers x kv_heads x head_dim."""
-    return 2.0 * w["layers"] * w.get("kv_heads", w["heads"]) * (w["hidden"] // w["heads"])
+    return 2.0 * w["layers"] * w.get("kv_heads", w["heads"]) * _head_dims(w)[0]
 
 
 def _vit(w: dict) -> list[Op]:
     px, patch, h = w["image_px"], w["patch"], w["hidden"]
     s = (px // patch) ** 2 + 1
     op, _ = _conv("patch_embed", 3, h, patch, patch, px)
-    return [op, *_transformer_layers(w, s), _pointwise("ln_f", "norm", s * h, flops_per=5),
-            Op("head", "matmul", 2.0 * h * w["num_classes"], h, w["num_classes"], h * w["num_classes"], 1,
-               w["num_classes"])]
+    return [
+        op,
+        *_transformer_layers(w, s),
+        _pointwise("ln_f", "norm", s * h, flops_per=5),
+        Op(
+            "head", "matmul", 2.0 * h * w["num_classes"], h, w["num_classes"], h * w["num_classes"], 1, w["num_classes"]
+        ),
+    ]
 
 
 def _mlp(w: dict) -> list[Op]:
@@ -214,26 +278,51 @@ def _measured(w: dict) -> list[Op]:
     """A step recorded from a real run (jupyter_hwsim.calibrate): its matmul-class operators
     (convolutions, matrix products, forward and backward) and the rest, per sample."""
     mm, ew = w["matmul"], w["other"]
-    return [Op("measured.matmul", "matmul", mm["flops"], mm["values_in"], mm["values_out"], w["params"],
-               max(1.0, mm["values_out"]), 1, kernels=int(mm["kernels"])),
-            Op("measured.other", "elementwise", ew["flops"], ew["values_in"], ew["values_out"], 0.0,
-               max(1.0, ew["values_out"]), 1, kernels=int(ew["kernels"]))]
+    return [
+        Op(
+            "measured.matmul",
+            "matmul",
+            mm["flops"],
+            mm["values_in"],
+            mm["values_out"],
+            w["params"],
+            max(1.0, mm["values_out"]),
+            1,
+            kernels=int(mm["kernels"]),
+        ),
+        Op(
+            "measured.other",
+            "elementwise",
+            ew["flops"],
+            ew["values_in"],
+            ew["values_out"],
+            0.0,
+            max(1.0, ew["values_out"]),
+            1,
+            kernels=int(ew["kernels"]),
+        ),
+    ]
 
 
-_BUILDERS = {"resnet": ["block", "blocks", "num_classes"],
-             "transformer": ["layers", "hidden", "heads", "ffn", "vocab"],
-             "vit": ["patch", "image_px", "layers", "hidden", "heads", "ffn", "num_classes"],
-             "mlp": ["widths"],
-             "measured": ["matmul", "other", "params", "device_bytes_per_sample"]}
+_BUILDERS = {
+    "resnet": ["block", "blocks", "num_classes"],
+    "transformer": ["layers", "hidden", "heads", "ffn", "vocab"],
+    "vit": ["patch", "image_px", "layers", "hidden", "heads", "ffn", "num_classes"],
+    "mlp": ["widths"],
+    "measured": ["matmul", "other", "params", "device_bytes_per_sample"],
+    "ops": ["ops"],  # an operator list as given (an imported graph: jupyter_hwsim.core.importers.onnx)
+}
 _PIPELINE = ["input_bytes_per_sample", "preprocess_ms_per_sample", "default_batch_size"]
 
 
 def check_custom(section: str, entry: dict) -> None:
     """Refuse a custom catalogue entry that lacks what the model needs."""
     if section != "workloads":
-        need = {"gpus": ["memory_gb", "memory_bandwidth_gbs", "peak_tflops", "parallel_units"],
-                "storage": ["bandwidth_gbs", "latency_ms", "concurrency"],
-                "links": ["bandwidth_gbs"]}[section]
+        need = {
+            "gpus": ["memory_gb", "memory_bandwidth_gbs", "peak_tflops", "parallel_units"],
+            "storage": ["bandwidth_gbs", "latency_ms", "concurrency"],
+            "links": ["bandwidth_gbs"],
+        }[section]
     else:
         arch = entry.get("arch")
         if arch not in _BUILDERS:
@@ -241,12 +330,38 @@ def check_custom(section: str, entry: dict) -> None:
         need = _BUILDERS[arch] + _PIPELINE
     for key in need:
         if key not in entry:
-            raise HwsimError(f"{section[:-1] if section != 'storage' else section}.{key}", None,
-                             "a value for this key in the custom entry")
+            raise HwsimError(
+                f"{section[:-1] if section != 'storage' else section}.{key}",
+                None,
+                "a value for this key in the custom entry",
+            )
+    if section == "workloads" and entry["arch"] == "ops":
+        _check_ops(entry["ops"])
+
+
+_OP_CLASSES = ("matmul", "elementwise", "norm", "batchnorm", "softmax")
+
+
+def _check_ops(ops) -> None:
+    """An "ops" entry: a non-empty list of Op fields (name, cls, flops, act_in, act_out; params, rows, ...)."""
+    names = list(Op.__dataclass_fields__)
+    if not isinstance(ops, (list, tuple)) or not ops:
+        raise HwsimError("workload.ops", ops, "a non-empty list of operators (dicts of Op fields)")
+    for i, op in enumerate(ops):
+        if isinstance(op, Op):
+            continue
+        if not isinstance(op, dict) or not {"name", "cls", "flops", "act_in", "act_out"} <= set(op) <= set(names):
+            raise HwsimError(f"workload.ops[{i}]", op, "a dict of " + ", ".join(names) + " (name to act_out required)")
+        if op["cls"] not in _OP_CLASSES:
+            raise HwsimError(f"workload.ops[{i}].cls", op["cls"], "one of " + ", ".join(_OP_CLASSES))
 
 
 def resolve(workload) -> dict:
-    """A catalogue id or a custom dict -> the entry dict."""
+    """A catalogue id, a custom dict or an imported file ("hf:config.json", "onnx:model.onnx") -> the entry dict."""
+    if isinstance(workload, str) and workload.strip().lower().startswith(("hf:", "onnx:")):
+        from .importers import load
+
+        return load(workload)
     return workload if isinstance(workload, dict) else catalog.get("workloads", workload)
 
 
@@ -271,6 +386,8 @@ def _build(w: dict, seq: int) -> list[Op]:
         return _vit(w)
     if arch == "measured":
         return _measured(w)
+    if arch == "ops":
+        return [op if isinstance(op, Op) else Op(**op) for op in w["ops"]]
     return _mlp(w)
 
 
@@ -278,7 +395,7 @@ def operators(workload, seq: int | None = None) -> tuple[Op, ...]:
     """The forward operators of one sample."""
     w = resolve(workload)
     seq = seq or default_seq(w)
-    if isinstance(workload, str) or ("id" in w and catalog.workloads().get(w["id"]) is w):
+    if "id" in w and catalog.workloads().get(w["id"]) is w:
         return _ops_cached(w["id"], seq)
     return tuple(_build(w, seq))
 

@@ -1,4 +1,27 @@
-"""Diagnosis: name the bottleneck, explain it in words, and rank the changes that would help by re-simulating."""
-from .diagnose import explain, merit, name_bottleneck, suggestions
+"""Diagnosis shared by every kind: name the bottleneck, rank what would help by re-simulating each change."""
 
-__all__ = ["explain", "merit", "name_bottleneck", "suggestions"]
+from .diagnose import (
+    GPU_LADDER,
+    LINK_LADDER,
+    STORAGE_LADDER,
+    bigger_gpus,
+    lower_precisions,
+    merit,
+    name_bottleneck,
+    next_gpu,
+    oom_sentence,
+    suggestions,
+)
+
+__all__ = [
+    "GPU_LADDER",
+    "LINK_LADDER",
+    "STORAGE_LADDER",
+    "bigger_gpus",
+    "lower_precisions",
+    "merit",
+    "name_bottleneck",
+    "next_gpu",
+    "oom_sentence",
+    "suggestions",
+]

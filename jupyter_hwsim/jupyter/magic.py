@@ -3,6 +3,7 @@
 A bad key or value prints one line (field, value, what is accepted, did you mean)
 and no traceback; the result of `run` and the points of `sweep` are returned.
 """
+
 from __future__ import annotations
 
 import shlex
@@ -11,11 +12,11 @@ import tomllib
 
 from IPython.display import display
 
-from ..runner import estimate, simulate, sweep
-from ..cli import _help_text, _split, parse_pairs
+from ..api import estimate, simulate, sweep
 from ..core.errors import HwsimError
-from .report import result_html, table_html
 from ..core.scenario import Scenario
+from ..scenario_text import fields_help, parse_pairs, split_args
+from .report import result_html, table_html
 
 COMMANDS = ("run", "estimate", "sweep", "help")
 
@@ -51,7 +52,7 @@ def _parse(line: str, cell: str | None):
         if i + 1 >= len(words) or not words[i + 1].isdigit():
             raise HwsimError("--seed", words[i + 1] if i + 1 < len(words) else None, "a non-negative integer")
         seed = int(words[i + 1])
-        del words[i:i + 2]
+        del words[i : i + 2]
     cmd = words.pop(0) if words and words[0] in COMMANDS else "panel"
     base = {}
     if cell and cell.strip():
@@ -60,12 +61,13 @@ def _parse(line: str, cell: str | None):
         except tomllib.TOMLDecodeError as e:
             raise HwsimError("cell", cell.strip().splitlines()[0], f"a TOML scenario ({e})") from None
         base = data.get("scenario", data)
-    files, rest = _split(words)
+    files, rest = split_args(words)
     return cmd, seed, {**base, **files}, rest
 
 
 def _show_charts(r) -> None:
     from . import charts  # Altair loads on first use, not with the extension
+
     for chart in charts.all_charts(r).values():
         if chart.name == "timeline" and not r.timeline:
             continue
@@ -77,7 +79,7 @@ def run_magic(line: str, cell: str | None = None):
     try:
         cmd, seed, base, rest = _parse(line, cell)
         if cmd == "help":
-            print(USAGE + "\n" + _help_text())
+            print(USAGE + "\n" + fields_help())
             return None
         if cmd == "sweep":
             axes = parse_pairs(rest, multi=True)
@@ -87,12 +89,12 @@ def run_magic(line: str, cell: str | None = None):
                 raise HwsimError("sweep", " ".join(rest), "at least one key=v1,v2,... with two or more values")
             s = Scenario.from_dict({**base, **fixed})
             results = sweep(s, seed=seed, **axes)
-            show_sweep(results, list(axes), slo_ms=s.latency_slo_ms if "latency_slo_ms" in {**base, **fixed}
-                       else None)
+            show_sweep(results, list(axes), slo_ms=s.latency_slo_ms if "latency_slo_ms" in {**base, **fixed} else None)
             return results
         s = Scenario.from_dict({**base, **parse_pairs(rest)})
         if cmd == "panel":
             from .panel import WhatIf
+
             panel = WhatIf(s, seed=seed)
             display(panel)
             return None
@@ -112,14 +114,18 @@ def show_result(r) -> None:
 
 def show_sweep(results, keys: list[str], slo_ms: float | None = None) -> None:
     from . import charts
+
     x = keys[0]
     numeric = all(isinstance(r.scenario[x], (int, float)) and not isinstance(r.scenario[x], bool) for r in results)
     if numeric and len(keys) == 1:
         points = charts.batch_points(results, x)
         per = {"requests/s": "request p99 (ms)", "tokens/s": "time per token p99 (ms)"}.get(
-            results[0].throughput_unit, "step p99 (ms)")
-        display(charts.curve(points, x, results[0].throughput_unit, slo_ms=slo_ms, latency_title=per).bundle(
-            static=True), raw=True)
+            results[0].throughput_unit, "step p99 (ms)"
+        )
+        display(
+            charts.curve(points, x, results[0].throughput_unit, slo_ms=slo_ms, latency_title=per).bundle(static=True),
+            raw=True,
+        )
     display({"text/html": table_html(results, keys), "text/plain": f"{len(results)} points"}, raw=True)
 
 
@@ -127,7 +133,7 @@ def hwsim(line: str, cell: str | None = None):
     return run_magic(line, cell)
 
 
-hwsim.__doc__ = USAGE + "\n" + _help_text()     # what %hwsim? shows
+hwsim.__doc__ = USAGE + "\n" + fields_help()  # what %hwsim? shows
 
 
 def load_ipython_extension(ipython) -> None:

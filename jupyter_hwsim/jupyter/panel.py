@@ -5,6 +5,7 @@ words and nothing changes); the analytic estimate redraws the numbers and charts
 immediately; a debounced simulation (on the kernel's event loop) replaces it once
 the value has stopped moving. timings records how long each redraw took.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -15,20 +16,28 @@ import time
 
 import ipywidgets as W
 
-from ..core import catalog
-
-from . import charts
-
-from ..core import costs
-from .report import BADGE, bottleneck_html, numbers_html
-from ..runner import estimate, simulate
+from ..api import estimate, simulate
+from ..core import catalog, costs
 from ..core.errors import HwsimError
-from ..core.scenario import BATCHING, COMMON_FIELDS, FIELDS, FUSIONS, KIND_FIELDS, KINDS, PRECISIONS, Scenario
+from ..core.scenario import (
+    BATCHING,
+    COMMON_FIELDS,
+    FIELDS,
+    FUSIONS,
+    KIND_FIELDS,
+    KIND_TRAITS,
+    KINDS,
+    PRECISIONS,
+    Scenario,
+)
+from . import charts
+from .report import bottleneck_html, numbers_html
 
-POW2 = charts.POW2                            # 1 .. 4096
-TOKENS = [2 ** k for k in range(4, 16)]       # 16 .. 32768
-OUT_TOKENS = [2 ** k for k in range(0, 13)]   # 1 .. 4096
+POW2 = charts.POW2  # 1 .. 4096
+TOKENS = [2**k for k in range(4, 16)]  # 16 .. 32768
+OUT_TOKENS = [2**k for k in range(0, 13)]  # 1 .. 4096
 SIM_BUDGET_S = 3.0
+
 
 def _language_models() -> list[str]:
     return [k for k, w in catalog.workloads().items() if w.get("arch") == "transformer" and "vocab" in w]
@@ -49,7 +58,7 @@ class WhatIf(W.VBox):
             self._scenario = Scenario.from_dict({**dict(scenario or {}), **fields})
         self.seed, self.debounce_s = seed, debounce_s
         self.result = None
-        self.timings: list[dict] = []      # {"what": "estimate"|"simulate", "ms": ...} per redraw
+        self.timings: list[dict] = []  # {"what": "estimate"|"simulate", "ms": ...} per redraw
         self._timer = None
         self._syncing = False
         self.controls = self._make_controls()
@@ -59,14 +68,19 @@ class WhatIf(W.VBox):
         self.bottleneck = W.HTML()
         self.suggestion_box = W.VBox()
         self.trace_link = W.HTML()
-        self.outputs = {k: W.Output(layout=W.Layout(min_width="340px")) for k in
-                        ("utilization", "gpu_time", "curve", "roofline", "timeline", "memory")}
+        self.outputs = {
+            k: W.Output(layout=W.Layout(min_width="340px"))
+            for k in ("utilization", "gpu_time", "curve", "roofline", "timeline", "memory")
+        }
         self.rows = {name: self._row(name, w) for name, w in self.controls.items()}
         left = W.VBox([self.rows[n] for n in self.controls] + [self.error], layout=W.Layout(width="430px"))
-        right = W.VBox([self.status, self.numbers, self.bottleneck, self.suggestion_box, self.trace_link],
-                       layout=W.Layout(width="520px"))
-        grid = W.GridBox(list(self.outputs.values()),
-                         layout=W.Layout(grid_template_columns="repeat(2, 360px)", grid_gap="8px"))
+        right = W.VBox(
+            [self.status, self.numbers, self.bottleneck, self.suggestion_box, self.trace_link],
+            layout=W.Layout(width="520px"),
+        )
+        grid = W.GridBox(
+            list(self.outputs.values()), layout=W.Layout(grid_template_columns="repeat(2, 360px)", grid_gap="8px")
+        )
         super().__init__([W.HBox([left, right]), grid])
         self.add_class("hwsim-whatif")
         for name, w in self.controls.items():
@@ -131,14 +145,16 @@ class WhatIf(W.VBox):
         return c
 
     def _workloads(self, kind: str, current) -> list:
-        names = _language_models() if kind == "llm" else catalog.names("workloads")
+        names = _language_models() if KIND_TRAITS[kind].generates else catalog.names("workloads")
         if isinstance(current, str) and current not in names:
             names = [current, *names]
         return names
 
     def _row(self, name, widget):
-        label = W.HTML(f"<span title='{html.escape(FIELDS[name].help)}'>{html.escape(_label(name))}</span>",
-                       layout=W.Layout(width="150px"))
+        label = W.HTML(
+            f"<span title='{html.escape(FIELDS[name].help)}'>{html.escape(_label(name))}</span>",
+            layout=W.Layout(width="150px"),
+        )
         return W.HBox([label, widget])
 
     def _resolved(self, name, m):
@@ -146,8 +162,13 @@ class WhatIf(W.VBox):
         v = getattr(self._scenario, name)
         if v is not None:
             return v
-        defaults = {"batch_size": m.batch, "max_batch_size": m.batch, "concurrency": m.batch,
-                    "arrival_rate_rps": 100.0, "storage_bandwidth_gbs": m.storage_gbs}
+        defaults = {
+            "batch_size": m.batch,
+            "max_batch_size": m.batch,
+            "concurrency": m.batch,
+            "arrival_rate_rps": 100.0,
+            "storage_bandwidth_gbs": m.storage_gbs,
+        }
         return defaults.get(name)
 
     def _sync_controls(self):
@@ -162,7 +183,7 @@ class WhatIf(W.VBox):
                 self.rows[name].layout.display = None if name in shown else "none"
                 v = self._resolved(name, m)
                 if name == "host_link" and v is None:
-                    v = ""                       # the option that means "the GPU's own link"
+                    v = ""  # the option that means "the GPU's own link"
                 if v is None:
                     continue
                 if isinstance(w, W.SelectionSlider):
@@ -171,7 +192,7 @@ class WhatIf(W.VBox):
                     continue
                 try:
                     w.value = v
-                except Exception:   # a custom value the control cannot show: leave the control as it is
+                except Exception:  # a custom value the control cannot show: leave the control as it is
                     pass
         finally:
             self._syncing = False
@@ -184,12 +205,12 @@ class WhatIf(W.VBox):
         if name == "kind" and value == "llm" and s.workload not in _language_models():
             changes["workload"] = "llama-2-7b"
         if name == "storage":
-            changes["storage_bandwidth_gbs"] = None     # the new device's own bandwidth
+            changes["storage_bandwidth_gbs"] = None  # the new device's own bandwidth
         try:
             self._scenario = s.replace(**changes)
         except HwsimError as e:
             self.error.value = f"<span style='color:var(--jp-error-color1,#d62728)'>{html.escape(str(e))}</span>"
-            self._sync_controls()       # the control snaps back to the value in force
+            self._sync_controls()  # the control snaps back to the value in force
             return
         self.error.value = ""
         if name in ("kind", "storage", "workload"):
@@ -205,7 +226,7 @@ class WhatIf(W.VBox):
             loop = asyncio.get_running_loop()
         except RuntimeError:
             loop = None
-        if loop is None:           # no event loop (plain Python, tests): simulate now
+        if loop is None:  # no event loop (plain Python, tests): simulate now
             self.settle()
             return
         if self._timer is not None:
@@ -230,8 +251,11 @@ class WhatIf(W.VBox):
 
     def _draw(self, r, simulated: bool):
         self.numbers.value = numbers_html(r)
-        method = (f"simulated: seed {self.seed}, {r.sim.get('events', 0):,} events in {r.sim.get('wall_ms', 0):.0f} ms"
-                  if simulated else "estimate (closed form): the simulation follows when the value settles")
+        method = (
+            f"simulated: seed {self.seed}, {r.sim.get('events', 0):,} events in {r.sim.get('wall_ms', 0):.0f} ms"
+            if simulated
+            else "estimate (closed form): the simulation follows when the value settles"
+        )
         self.status.value = f"<div class='hwsim-status' style='color:var(--jp-ui-font-color2,#666)'>{method}</div>"
         self.bottleneck.value = bottleneck_html(r)
         self._draw_suggestions(r)
@@ -240,7 +264,7 @@ class WhatIf(W.VBox):
         drawn = charts.all_charts(r, charts.batch_curve(self._scenario, r))
         for name, out in self.outputs.items():
             if name == "timeline" and not simulated:
-                continue     # the estimate has no timeline: keep the last simulated one
+                continue  # the estimate has no timeline: keep the last simulated one
             out.outputs = ({"output_type": "display_data", "data": drawn[name].bundle(), "metadata": {}},)
 
     def _draw_suggestions(self, r):
@@ -262,8 +286,10 @@ def trace_link_html(r) -> str:
         return ""
     data = base64.b64encode(json.dumps(r.to_chrome_trace()).encode()).decode()
     name = f"hwsim-{r.scenario['kind']}-trace.json"
-    return (f"<a class='hwsim-trace' download='{name}' href='data:application/json;base64,{data}'>"
-            "Download the timeline as a Chrome/Perfetto trace</a> (open it in ui.perfetto.dev or chrome://tracing)")
+    return (
+        f"<a class='hwsim-trace' download='{name}' href='data:application/json;base64,{data}'>"
+        "Download the timeline as a Chrome/Perfetto trace</a> (open it in ui.perfetto.dev or chrome://tracing)"
+    )
 
 
 def whatif(scenario=None, seed: int = 0, **fields) -> WhatIf:

@@ -8,6 +8,7 @@ reads its own K and V). The engine advances from event to event (an arrival, a
 sequence finishing, a prefill); between events the batch is fixed, so its steps
 are summed in closed form, one event per segment rather than per token.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,14 +16,13 @@ from dataclasses import dataclass, field
 from statistics import NormalDist
 
 import numpy as np
-import simpy
 
-from ..core import costs
+from ..core import catalog, costs, workloads
+from ..core.simulator import Environment, jitter
+from ..diagnosis import bigger_gpus, lower_precisions, next_gpu, oom_sentence
+from .base import Candidate, KindBase
 
-from ..core import workloads
-from ..core.simulator import _jitter
-
-PREFILL_CHUNK_TOKENS = 8192   # prefill activations are held for at most this many tokens at once
+PREFILL_CHUNK_TOKENS = 8192  # prefill activations are held for at most this many tokens at once
 
 
 def kv_precision(s) -> str:
@@ -35,14 +35,15 @@ def kv_precision(s) -> str:
 @dataclass
 class DecodeCost:
     """Costs of decode steps as linear functions of the cached tokens C, per batch size B."""
+
     m: object
     r: costs.Rates
     wb: float
     ab: float
     kvb: float
-    issue_s: float                 # CPU seconds to issue one kernel
+    issue_s: float  # CPU seconds to issue one kernel
     per_ctx: list
-    ctx_compute_s: float = 0.0     # per cached token
+    ctx_compute_s: float = 0.0  # per cached token
     ctx_memory_s: float = 0.0
     ctx_flops: float = 0.0
     ctx_bytes: float = 0.0
@@ -51,7 +52,7 @@ class DecodeCost:
 
     def __post_init__(self):
         fused = set(self.m.fusion["fuses"])
-        flash = "softmax" in fused          # fused attention: scores never written to HBM
+        flash = "softmax" in fused  # fused attention: scores never written to HBM
         heads = self.m.workload["heads"]
         for op in self.per_ctx:
             cache = op.act_in - (heads if op.name.endswith("context") else 0)
@@ -105,9 +106,15 @@ class DecodeCost:
         launch = kernels * self.r.launch_s
         kernel = compute + memory + launch
         issue = kernels * self.issue_s
-        return {"compute": compute, "memory": memory, "launch": launch + np.maximum(0.0, issue - kernel),
-                "step": np.maximum(kernel, issue), "issue": np.full(ctx.shape, issue),
-                "flops": fl + ctx * self.ctx_flops, "bytes": by + ctx * self.ctx_bytes}
+        return {
+            "compute": compute,
+            "memory": memory,
+            "launch": launch + np.maximum(0.0, issue - kernel),
+            "step": np.maximum(kernel, issue),
+            "issue": np.full(ctx.shape, issue),
+            "flops": fl + ctx * self.ctx_flops,
+            "bytes": by + ctx * self.ctx_bytes,
+        }
 
     def op_costs(self, b: int) -> list[dict]:
         """The roofline of one decode step at batch b, one entry per operator summed over the layers
@@ -116,13 +123,31 @@ class DecodeCost:
         ctx = b * (s.prompt_tokens + s.output_tokens / 2.0)
         out = []
         for name, ((f, nb, t_c, t_m, _), n, op) in self._shapes(b).items():
-            out.append({"name": name, "class": op.cls, "count": n, "flops": n * f, "bytes": n * nb,
-                        "time_ms": n * max(t_c, t_m) * 1e3, "bound": "compute" if t_c >= t_m else "memory",
-                        "occupancy": costs._occupancy(op, b, self.r.units, self.r.tile)})
+            out.append(
+                {
+                    "name": name,
+                    "class": op.cls,
+                    "count": n,
+                    "flops": n * f,
+                    "bytes": n * nb,
+                    "time_ms": n * max(t_c, t_m) * 1e3,
+                    "bound": "compute" if t_c >= t_m else "memory",
+                    "occupancy": costs.sm_occupancy(op, b, self.r.units, self.r.tile),
+                }
+            )
         t_c, t_m = ctx * self.ctx_compute_s, ctx * self.ctx_memory_s
-        out.append({"name": "attention", "class": "attention", "count": self.m.workload["layers"],
-                    "flops": ctx * self.ctx_flops, "bytes": ctx * self.ctx_bytes, "time_ms": (t_c + t_m) * 1e3,
-                    "bound": "compute" if t_c > t_m else "memory", "occupancy": 1.0})
+        out.append(
+            {
+                "name": "attention",
+                "class": "attention",
+                "count": self.m.workload["layers"],
+                "flops": ctx * self.ctx_flops,
+                "bytes": ctx * self.ctx_bytes,
+                "time_ms": (t_c + t_m) * 1e3,
+                "bound": "compute" if t_c > t_m else "memory",
+                "occupancy": 1.0,
+            }
+        )
         return out
 
     def bytes_per_step(self, b: int, ctx: float) -> float:
@@ -131,9 +156,15 @@ class DecodeCost:
 
 def decode_cost(m) -> DecodeCost:
     s = m.s
-    return DecodeCost(m, costs.rates(m), costs.weight_bytes(s), costs.activation_bytes(s.precision, "llm"),
-                      costs.value_bytes(kv_precision(s)), m.fusion["issue_us"] * 1e-6 / s.cpu_speed,
-                      workloads.decode_operators(m.workload)[1])
+    return DecodeCost(
+        m,
+        costs.rates(m),
+        costs.weight_bytes(s),
+        costs.activation_bytes(s.precision, generates=True),
+        costs.value_bytes(kv_precision(s)),
+        m.fusion["issue_us"] * 1e-6 / s.cpu_speed,
+        workloads.decode_operators(m.workload)[1],
+    )
 
 
 def prefill(m, b: int):
@@ -149,10 +180,15 @@ def memory(m) -> dict:
     per_seq = kv_tok * (s.prompt_tokens + s.output_tokens)
     ops = workloads.operators(w, 1)
     tokens = min(m.batch * s.prompt_tokens, max(PREFILL_CHUNK_TOKENS, s.prompt_tokens))
-    act = 2 * max(op.act_in + op.act_out for op in ops) * tokens * costs.activation_bytes(s.precision, "llm")
-    out = {"weights_gb": p * costs.weight_bytes(s) / 1e9, "gradients_gb": 0.0, "optimizer_gb": 0.0,
-           "activations_gb": act / 1e9, "kv_cache_gb": m.batch * per_seq / 1e9,
-           "workspace_gb": float(m.device["workspace_gb"])}
+    act = 2 * max(op.act_in + op.act_out for op in ops) * tokens * costs.activation_bytes(s.precision, generates=True)
+    out = {
+        "weights_gb": p * costs.weight_bytes(s) / 1e9,
+        "gradients_gb": 0.0,
+        "optimizer_gb": 0.0,
+        "activations_gb": act / 1e9,
+        "kv_cache_gb": m.batch * per_seq / 1e9,
+        "workspace_gb": float(m.device["workspace_gb"]),
+    }
     out["total_gb"] = sum(out.values())
     out["capacity_gb"] = float(m.device["memory_gb"])
     out["oom"] = out["total_gb"] > out["capacity_gb"]
@@ -168,10 +204,10 @@ def requests(m) -> int:
 
 
 def _output_lengths(s, rng, n: int) -> np.ndarray:
-    cap = (s.seq_len or 10 ** 9) - s.prompt_tokens
+    cap = (s.seq_len or 10**9) - s.prompt_tokens
     if s.output_tokens_cv <= 0:
         return np.full(n, s.output_tokens, dtype=np.int64)
-    o = np.rint(s.output_tokens * _jitter(rng, s.output_tokens_cv, n))
+    o = np.rint(s.output_tokens * jitter(rng, s.output_tokens_cv, n))
     return np.clip(o, 1, cap).astype(np.int64)
 
 
@@ -181,7 +217,7 @@ class _Acc:
     def __init__(self):
         self.t = {"compute": 0.0, "memory": 0.0, "launch": 0.0}
         self.flops = self.bytes = self.issue = 0.0
-        self.busy = []          # (start, end, compute, memory, launch, flops, bytes, issue, tokens)
+        self.busy = []  # (start, end, compute, memory, launch, flops, bytes, issue, tokens)
 
     def add(self, start, dur, compute, memory, launch, flops, nbytes, issue, tokens):
         self.busy.append((start, start + dur, compute, memory, launch, flops, nbytes, issue, tokens))
@@ -190,6 +226,7 @@ class _Acc:
 def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
     """Serve every request; returns per-request times, inter-token gaps and GPU busy records."""
     import time
+
     wall0 = time.perf_counter()
     s = m.s
     n = requests(m)
@@ -201,23 +238,32 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
         arrive = np.zeros(n)
     cv = s.jitter_cv
     conc = m.batch
-    env = simpy.Environment()
+    env = Environment()
     acc = _Acc()
-    first = np.full(n, np.nan)     # first token (end of prefill)
+    first = np.full(n, np.nan)  # first token (end of prefill)
     done = np.full(n, np.nan)
-    gaps = []                      # arrays of inter-token gaps (seconds)
-    timeline = []                  # (track, what, start, end, first request) per prefill and decode segment
+    gaps = []  # arrays of inter-token gaps (seconds)
+    timeline = []  # (track, what, start, end, first request) per prefill and decode segment
     state = {"next": 0}
 
     def jit():
-        return float(_jitter(rng, cv, 1)[0]) if cv > 0 else 1.0
+        return float(jitter(rng, cv, 1)[0]) if cv > 0 else 1.0
 
     def do_prefill(batch):
         c = prefill(m, len(batch))
         j = jit()
         dur = c.step_s * j
-        acc.add(env.now, dur, c.compute_s * j, c.memory_s * j, (c.step_s - c.compute_s - c.memory_s) * j,
-                c.flops, c.hbm_bytes, c.issue_s, len(batch))
+        acc.add(
+            env.now,
+            dur,
+            c.compute_s * j,
+            c.memory_s * j,
+            (c.step_s - c.compute_s - c.memory_s) * j,
+            c.flops,
+            c.hbm_bytes,
+            c.issue_s,
+            len(batch),
+        )
         timeline.append(("gpu", f"prefill x{len(batch)}", env.now, env.now + dur, int(batch[0])))
         yield env.timeout(dur)
         first[batch] = env.now
@@ -233,20 +279,35 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
         useful: tokens that count (static batching computes finished sequences as padding)."""
         b = len(active_ids)
         st = d.steps(b, ctx0 + b * np.arange(k))
-        j = _jitter(rng, cv, k) if cv > 0 else np.ones(k)
+        j = jitter(rng, cv, k) if cv > 0 else np.ones(k)
         dur = st["step"] * j
-        acc.add(env.now, float(dur.sum()), float((st["compute"] * j).sum()), float((st["memory"] * j).sum()),
-                float((st["launch"] * j).sum()), float(st["flops"].sum()), float(st["bytes"].sum()),
-                float(st["issue"].sum()), b * k if useful is None else useful)
-        timeline.append(("gpu", f"decode x{b}" if k == 1 else f"decode x{b} ({k} steps)", env.now,
-                         env.now + float(dur.sum()), int(active_ids[0])))
+        acc.add(
+            env.now,
+            float(dur.sum()),
+            float((st["compute"] * j).sum()),
+            float((st["memory"] * j).sum()),
+            float((st["launch"] * j).sum()),
+            float(st["flops"].sum()),
+            float(st["bytes"].sum()),
+            float(st["issue"].sum()),
+            b * k if useful is None else useful,
+        )
+        timeline.append(
+            (
+                "gpu",
+                f"decode x{b}" if k == 1 else f"decode x{b} ({k} steps)",
+                env.now,
+                env.now + float(dur.sum()),
+                int(active_ids[0]),
+            )
+        )
         return dur
 
     def check_budget():
         if time.perf_counter() - wall0 > budget_s:
             from ..core.errors import HwsimError
-            raise HwsimError("steps", s.steps, f"a run that fits the {budget_s:g} s simulation budget",
-                             "lower steps")
+
+            raise HwsimError("steps", s.steps, f"a run that fits the {budget_s:g} s simulation budget", "lower steps")
 
     def static():
         waiting = []
@@ -259,22 +320,23 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
             del waiting[:conc]
             yield from do_prefill(batch)
             longest = int(out_len[batch].max())
-            if longest > 1:   # every sequence is computed until the longest finishes
+            if longest > 1:  # every sequence is computed until the longest finishes
                 t0 = env.now
-                dur = decode(batch, len(batch) * (s.prompt_tokens + 1), longest - 1,
-                             useful=int((out_len[batch] - 1).sum()))
+                dur = decode(
+                    batch, len(batch) * (s.prompt_tokens + 1), longest - 1, useful=int((out_len[batch] - 1).sum())
+                )
                 yield env.timeout(float(dur.sum()))
                 ends = t0 + np.cumsum(dur)
                 for i in batch:
                     o = int(out_len[i])
                     if o > 1:
-                        gaps.append(np.diff(np.concatenate(([first[i]], ends[:o - 1]))))
-            done[batch] = env.now   # the batch returns together
+                        gaps.append(np.diff(np.concatenate(([first[i]], ends[: o - 1]))))
+            done[batch] = env.now  # the batch returns together
             check_budget()
 
     def continuous():
         waiting, active = [], []
-        made = np.zeros(n, dtype=np.int64)     # tokens generated so far
+        made = np.zeros(n, dtype=np.int64)  # tokens generated so far
         last = np.zeros(n)
         while state["next"] < n or waiting or active:
             admit(waiting)
@@ -296,7 +358,7 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
             left = out_len[ids] - made[ids]
             k = int(left.min())
             ctx0 = float((s.prompt_tokens + made[ids]).sum())
-            if free > 0 and state["next"] < n:   # stop at the next arrival: it joins at the next step
+            if free > 0 and state["next"] < n:  # stop at the next arrival: it joins at the next step
                 st1 = d.steps(len(ids), [ctx0])["step"][0]
                 k = max(1, min(k, int(math.ceil((arrive[state["next"]] - env.now) / max(st1, 1e-12)))))
             t0 = env.now
@@ -315,9 +377,18 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
 
     env.process(static() if s.batching == "static" else continuous())
     env.run()
-    return {"arrive": arrive, "first": first, "done": done, "out_len": out_len, "acc": acc,
-            "gaps": np.concatenate(gaps) if gaps else np.zeros(1), "events": next(env._eid), "timeline": timeline,
-            "end": env.now, "wall_ms": (time.perf_counter() - wall0) * 1e3}
+    return {
+        "arrive": arrive,
+        "first": first,
+        "done": done,
+        "out_len": out_len,
+        "acc": acc,
+        "gaps": np.concatenate(gaps) if gaps else np.zeros(1),
+        "events": env.scheduled,
+        "timeline": timeline,
+        "end": env.now,
+        "wall_ms": (time.perf_counter() - wall0) * 1e3,
+    }
 
 
 def _window(out: dict, s) -> tuple[float, float]:
@@ -332,8 +403,12 @@ def _window(out: dict, s) -> tuple[float, float]:
 
 def _percentiles(a) -> dict:
     a = np.asarray(a, dtype=float) * 1e3
-    return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)),
-            "p99": float(np.percentile(a, 99)), "mean": float(a.mean())}
+    return {
+        "p50": float(np.percentile(a, 50)),
+        "p95": float(np.percentile(a, 95)),
+        "p99": float(np.percentile(a, 99)),
+        "mean": float(a.mean()),
+    }
 
 
 def measure(m, d: DecodeCost, out: dict) -> dict:
@@ -347,8 +422,9 @@ def measure(m, d: DecodeCost, out: dict) -> dict:
         if f <= 0:
             continue
         f = min(1.0, f)
-        for k, v in zip(("compute", "memory", "launch", "flops", "bytes", "issue", "tokens"),
-                        (c, mm, la, fl, by, iss, tok)):
+        for k, v in zip(
+            ("compute", "memory", "launch", "flops", "bytes", "issue", "tokens"), (c, mm, la, fl, by, iss, tok)
+        ):
             tot[k] += v * f
     gpu_time = {k: tot[k] / span for k in ("compute", "memory", "launch")}
     busy = sum(gpu_time.values())
@@ -362,22 +438,35 @@ def measure(m, d: DecodeCost, out: dict) -> dict:
     tpot = (out["done"] - out["first"])[keep] / np.maximum(1, out["out_len"][keep] - 1)
     good = float(np.mean(tpot * 1e3 <= s.latency_slo_ms))
     gaps = out["gaps"]
-    util = {"storage": 0.0, "cpu": min(1.0, tot["issue"] / (span * s.cpu_cores)), "host_link": 0.0,
-            "gpu_busy": gpu_time["compute"] + gpu_time["memory"]}
-    return {"tokens_per_s": x, "gpu_time": gpu_time, "utilization": util,
-            "flops_per_s": tot["flops"] / span, "bytes_per_s": tot["bytes"] / span,
-            "saturation": {"loop": 1.0 - gpu_time["idle"], "arrivals": gpu_time["idle"]},
-            "latency_ms": _percentiles(gaps), "ttft_ms": _percentiles(ttft[keep]),
-            "e2e_ms": _percentiles(e2e[keep]), "per_stream": 1.0 / float(np.mean(gaps)),
-            "requests_per_s": x / float(np.mean(out["out_len"])), "slo_fraction": good, "window_s": span,
-            "warmup_s": lo}
+    util = {
+        "storage": 0.0,
+        "cpu": min(1.0, tot["issue"] / (span * s.cpu_cores)),
+        "host_link": 0.0,
+        "gpu_busy": gpu_time["compute"] + gpu_time["memory"],
+    }
+    return {
+        "tokens_per_s": x,
+        "gpu_time": gpu_time,
+        "utilization": util,
+        "flops_per_s": tot["flops"] / span,
+        "bytes_per_s": tot["bytes"] / span,
+        "saturation": {"loop": 1.0 - gpu_time["idle"], "arrivals": gpu_time["idle"]},
+        "latency_ms": _percentiles(gaps),
+        "ttft_ms": _percentiles(ttft[keep]),
+        "e2e_ms": _percentiles(e2e[keep]),
+        "per_stream": 1.0 / float(np.mean(gaps)),
+        "requests_per_s": x / float(np.mean(out["out_len"])),
+        "slo_fraction": good,
+        "window_s": span,
+        "warmup_s": lo,
+    }
 
 
 def _expected_max(s, b: int) -> float:
     """Mean of the longest of b output lengths (lognormal), by the b/(b+1) quantile."""
     if s.output_tokens_cv <= 0 or b <= 1:
         return float(s.output_tokens)
-    sigma = math.sqrt(math.log1p(s.output_tokens_cv ** 2))
+    sigma = math.sqrt(math.log1p(s.output_tokens_cv**2))
     z = NormalDist().inv_cdf(b / (b + 1.0))
     return float(s.output_tokens * math.exp(-sigma * sigma / 2 + sigma * z))
 
@@ -385,63 +474,212 @@ def _expected_max(s, b: int) -> float:
 def steady_state(m, d: DecodeCost) -> dict:
     """Closed form: a full batch in steady state (offline), or the batch that the arrival rate sustains."""
     s = m.s
-    conc, P, O = m.batch, s.prompt_tokens, float(s.output_tokens)
+    conc, P, n_out = m.batch, s.prompt_tokens, float(s.output_tokens)
     pre1 = prefill(m, 1)
 
     def decode_step_at(b, ctx):
         return {k: float(v[0]) for k, v in d.steps(b, [ctx]).items()}
 
     def decode_step(b):
-        return decode_step_at(b, b * (P + O / 2.0))
+        return decode_step_at(b, b * (P + n_out / 2.0))
 
-    if s.batching == "static":   # a batch runs until its longest sequence is done
+    if s.batching == "static":  # a batch runs until its longest sequence is done
         longest = _expected_max(s, conc)
         pb = prefill(m, conc)
         n_steps = max(0.0, longest - 1)
         st = {k: v * n_steps for k, v in decode_step_at(conc, conc * (P + longest / 2.0)).items()}
         batch_s = pb.step_s + st["step"]
-        cap_tok = conc * O / batch_s
-        parts = {"compute": pb.compute_s + st["compute"], "memory": pb.memory_s + st["memory"],
-                 "launch": pb.step_s - pb.compute_s - pb.memory_s + st["launch"], "flops": pb.flops + st["flops"],
-                 "bytes": pb.hbm_bytes + st["bytes"], "issue": pb.issue_s + st["issue"]}
-        per_tokens = conc * O
+        cap_tok = conc * n_out / batch_s
+        parts = {
+            "compute": pb.compute_s + st["compute"],
+            "memory": pb.memory_s + st["memory"],
+            "launch": pb.step_s - pb.compute_s - pb.memory_s + st["launch"],
+            "flops": pb.flops + st["flops"],
+            "bytes": pb.hbm_bytes + st["bytes"],
+            "issue": pb.issue_s + st["issue"],
+        }
+        per_tokens = conc * n_out
         b_eff, itl = conc, st["step"] / max(n_steps, 1.0)
     else:
         b_eff = conc
-        if s.arrival_rate_rps:   # sequences in flight: rate x time in system (Little), at most conc
+        if s.arrival_rate_rps:  # sequences in flight: rate x time in system (Little), at most conc
             b_eff = 1
             for _ in range(30):
-                t_req = pre1.step_s + (O - 1) * decode_step(max(1, round(b_eff)))["step"]
+                t_req = pre1.step_s + (n_out - 1) * decode_step(max(1, round(b_eff)))["step"]
                 b_eff = min(conc, max(1.0, s.arrival_rate_rps * t_req))
         b = max(1, round(b_eff))
         st = decode_step(b)
-        # per request: its prefill plus its share of (O - 1) decode steps
-        share = (O - 1) / b
-        parts = {"compute": pre1.compute_s + share * st["compute"], "memory": pre1.memory_s + share * st["memory"],
-                 "launch": pre1.step_s - pre1.compute_s - pre1.memory_s + share * st["launch"],
-                 "flops": pre1.flops + share * st["flops"], "bytes": pre1.hbm_bytes + share * st["bytes"],
-                 "issue": pre1.issue_s + share * st["issue"]}
+        # per request: its prefill plus its share of (n_out - 1) decode steps
+        share = (n_out - 1) / b
+        parts = {
+            "compute": pre1.compute_s + share * st["compute"],
+            "memory": pre1.memory_s + share * st["memory"],
+            "launch": pre1.step_s - pre1.compute_s - pre1.memory_s + share * st["launch"],
+            "flops": pre1.flops + share * st["flops"],
+            "bytes": pre1.hbm_bytes + share * st["bytes"],
+            "issue": pre1.issue_s + share * st["issue"],
+        }
         per_req_s = pre1.step_s + share * st["step"]
-        cap_tok = O / per_req_s
-        per_tokens = O
+        cap_tok = n_out / per_req_s
+        per_tokens = n_out
         itl = st["step"]
-    offered = s.arrival_rate_rps * O if s.arrival_rate_rps else float("inf")
+    offered = s.arrival_rate_rps * n_out if s.arrival_rate_rps else float("inf")
     x = min(cap_tok, offered)
-    rate = x / per_tokens         # work units (requests or batches) per second
+    rate = x / per_tokens  # work units (requests or batches) per second
     gpu_time = {k: min(1.0, rate * parts[k]) for k in ("compute", "memory", "launch")}
     gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
     busy_frac = 1.0 - gpu_time["idle"]
-    if s.batching != "static" and s.arrival_rate_rps:   # prefills of newcomers interrupt the decode steps
+    if s.batching != "static" and s.arrival_rate_rps:  # prefills of newcomers interrupt the decode steps
         itl = itl / max(1e-9, 1.0 - min(0.95, s.arrival_rate_rps * pre1.step_s))
     ttft = pre1.step_s if s.batching != "static" else prefill(m, conc).step_s
-    if not s.arrival_rate_rps:    # offline: all requests queue at once; the mean waits half the run
-        ttft += 0.5 * requests(m) * O / max(x, 1e-12)
-    e2e = ttft + (O - 1) * itl
-    flat = lambda v: {"p50": v * 1e3, "p95": v * 1e3, "p99": v * 1e3, "mean": v * 1e3}   # noqa: E731
-    util = {"storage": 0.0, "cpu": min(1.0, rate * parts["issue"] / s.cpu_cores), "host_link": 0.0,
-            "gpu_busy": gpu_time["compute"] + gpu_time["memory"]}
-    return {"tokens_per_s": x, "gpu_time": gpu_time, "utilization": util, "flops_per_s": rate * parts["flops"],
-            "bytes_per_s": rate * parts["bytes"], "saturation": {"loop": busy_frac, "arrivals": gpu_time["idle"]},
-            "latency_ms": flat(itl), "ttft_ms": flat(ttft), "e2e_ms": flat(e2e), "per_stream": 1.0 / itl,
-            "requests_per_s": x / O, "slo_fraction": float(itl * 1e3 <= s.latency_slo_ms), "window_s": 0.0,
-            "warmup_s": 0.0, "batch_in_flight": b_eff}
+    if not s.arrival_rate_rps:  # offline: all requests queue at once; the mean waits half the run
+        ttft += 0.5 * requests(m) * n_out / max(x, 1e-12)
+    e2e = ttft + (n_out - 1) * itl
+    flat = lambda v: {"p50": v * 1e3, "p95": v * 1e3, "p99": v * 1e3, "mean": v * 1e3}  # noqa: E731
+    util = {
+        "storage": 0.0,
+        "cpu": min(1.0, rate * parts["issue"] / s.cpu_cores),
+        "host_link": 0.0,
+        "gpu_busy": gpu_time["compute"] + gpu_time["memory"],
+    }
+    return {
+        "tokens_per_s": x,
+        "gpu_time": gpu_time,
+        "utilization": util,
+        "flops_per_s": rate * parts["flops"],
+        "bytes_per_s": rate * parts["bytes"],
+        "saturation": {"loop": busy_frac, "arrivals": gpu_time["idle"]},
+        "latency_ms": flat(itl),
+        "ttft_ms": flat(ttft),
+        "e2e_ms": flat(e2e),
+        "per_stream": 1.0 / itl,
+        "requests_per_s": x / n_out,
+        "slo_fraction": float(itl * 1e3 <= s.latency_slo_ms),
+        "window_s": 0.0,
+        "warmup_s": 0.0,
+        "batch_in_flight": b_eff,
+    }
+
+
+def _explain(b, m, d, util, mem, state) -> str:
+    s = m.s
+    if b == "memory_capacity":
+        return (
+            oom_sentence(m, mem) + f"Each sequence's KV cache takes {mem['kv_gb_per_sequence']:.2f} GB, so at most "
+            f"{mem['max_concurrency']} fit: lower concurrency, a lower KV precision or weight precision, "
+            "or a bigger device."
+        )
+    weights = mem["weights_gb"]
+    if b == "arrivals":
+        idle = (state or {}).get("gpu_time", {}).get("idle", 1 - util["gpu_busy"])
+        return (
+            f"The GPU idles {idle:.0%} of the time waiting for requests: at "
+            f"{s.arrival_rate_rps:g} requests/s there is not enough work to batch. Latency here is the "
+            "single-stream speed; more load would raise tokens/s at little cost."
+        )
+    if b == "memory_bw":
+        return (
+            f"Decoding is memory-bound: every step reads all {weights:.1f} GB of weights plus the KV cache "
+            f"to make one token per sequence (HBM {util['hbm_bw']:.0%} busy, math {util['gpu_mfu']:.0%} of "
+            f"peak). Tokens/s per stream is about bandwidth / bytes per token; more concurrent sequences "
+            "share each weight read, and fewer bytes per weight (int8, int4) speed up every step."
+        )
+    if b == "overhead":
+        return (
+            "The GPU waits on kernel launches: each decode step runs hundreds of small kernels whose "
+            "launch cost exceeds their run time. CUDA graphs or a compiled engine (fusion=compiled or "
+            "tensorrt) remove most of it."
+        )
+    return (
+        f"Decoding is compute-bound: with {m.batch} sequences per step the math units reach "
+        f"{util['gpu_mfu']:.0%} of peak {m.precision}. More concurrency now adds latency per token, not "
+        "throughput; a faster chip or lower-precision math helps."
+    )
+
+
+def _candidates(m, bottleneck: str, mem: dict) -> list[Candidate]:
+    s, out = m.s, []
+    if bottleneck == "memory_capacity":
+        if mem["max_concurrency"] >= 1:
+            k = mem["max_concurrency"]
+            out.append((f"concurrency={k}", {"concurrency": k}, "the most sequences whose KV cache fits"))
+        if catalog.get("precisions", s.kv_precision or "fp16")["bytes"] > 1:
+            out.append(("kv_precision=fp8", {"kv_precision": "fp8"}, "half the KV cache"))
+        for p in lower_precisions(s, ("int8", "int4")):
+            out.append((f"precision={p}", {"precision": p}, "fewer bytes per weight"))
+        out += bigger_gpus(mem)
+        return out
+    if m.batch * 2 <= max(1, mem["max_concurrency"]):
+        out.append(
+            (f"concurrency={m.batch * 2}", {"concurrency": m.batch * 2}, "more sequences share each weight read")
+        )
+    if s.batching == "static":
+        out.append(("batching=continuous", {"batching": "continuous"}, "no waiting for the longest sequence"))
+    for p in lower_precisions(s, ("int8", "int4")):
+        out.append((f"precision={p}", {"precision": p}, "fewer bytes per weight to read every step"))
+    if s.fusion == "eager":
+        out.append(("fusion=compiled", {"fusion": "compiled"}, "fewer kernels per step"))
+    if s.fusion != "tensorrt":
+        out.append(("fusion=tensorrt", {"fusion": "tensorrt"}, "fused attention, graph launch"))
+    out.append((f"gpu={next_gpu(m)}", {"gpu": next_gpu(m)}, "more bandwidth and FLOP/s"))
+    return out
+
+
+class LLMKind(KindBase):
+    """LLM generation: prefill and decode steps with static or continuous batching."""
+
+    name = "llm"
+
+    def prepare(self, m):
+        return decode_cost(m), memory(m)
+
+    def state(self, m, d, method, seed, budget_s):
+        timeline = []
+        if method == "estimate":
+            state, sim = steady_state(m, d), {}
+        else:
+            out = run(m, d, seed, budget_s)
+            state = measure(m, d, out)
+            timeline = out["timeline"]
+            sim = {"events": out["events"], "simulated_s": float(out["end"]), "warmup_s": float(state["warmup_s"])}
+        state["throughput"] = state["tokens_per_s"]
+        state["extra"] = {
+            "ttft_ms": state["ttft_ms"],
+            "tokens_per_s_per_stream": state["per_stream"],
+            "goodput": state["requests_per_s"] * state["slo_fraction"],
+        }
+        return state, sim, timeline
+
+    def details(self, m, d, mem, state):
+        s, b = m.s, m.batch
+        step = {k: float(v[0]) for k, v in d.steps(b, [b * (s.prompt_tokens + s.output_tokens / 2.0)]).items()}
+        return {
+            "concurrency": b,
+            "prompt_tokens": s.prompt_tokens,
+            "output_tokens": s.output_tokens,
+            "precision_run": m.precision,
+            "kv_precision": kv_precision(s),
+            "bytes_per_token_single_stream": d.bytes_per_step(1, s.prompt_tokens + s.output_tokens / 2.0),
+            "effective_bandwidth_gbs": d.r.bw / 1e9,
+            "decode_step_ms": step["step"] * 1e3,
+            "prefill_ms": prefill(m, 1).step_s * 1e3,
+            "kernels_per_step": d.linear(b)[4] + d.ctx_kernels,
+            "kv_gb_per_sequence": mem["kv_gb_per_sequence"],
+            "e2e_ms": state.get("e2e_ms") if state else None,
+            "ops": d.op_costs(b),
+        }
+
+    def explain(self, b, m, d, util, mem, state):
+        return _explain(b, m, d, util, mem, state)
+
+    def candidates(self, m, b, mem):
+        return _candidates(m, b, mem)
+
+    def offered(self, s):
+        return s.arrival_rate_rps * s.output_tokens if s.arrival_rate_rps else None
+
+    def finish(self, r, mem):
+        r.max_concurrency = mem["max_concurrency"]
+
+
+LLM = LLMKind()

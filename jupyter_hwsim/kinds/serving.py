@@ -5,6 +5,7 @@ The batcher works as Triton's dynamic batcher: when an instance is free and a
 request waits, it dispatches as soon as max_batch_size requests are queued or the
 oldest has waited max_queue_delay_ms, whichever comes first.
 """
+
 from __future__ import annotations
 
 import math
@@ -14,8 +15,10 @@ import numpy as np
 import simpy
 
 from ..core import costs
-from ..core.simulator import _Busy, _jitter
 from ..core.errors import HwsimError
+from ..core.simulator import Busy, Environment, jitter
+from ..diagnosis import lower_precisions, next_gpu, oom_sentence
+from .base import Candidate, KindBase, step_details
 
 DEFAULT_RATE_RPS = 100.0
 _BREAKDOWN = ("queueing", "batch_formation", "preprocessing", "copy", "compute")
@@ -62,23 +65,24 @@ def workers(m) -> int:
 
 def run(m, bc: BatchCosts, seed: int, budget_s: float = 20.0) -> dict:
     s = m.s
-    n = s.steps + max(10, s.steps // 10)       # a tenth more as warm-up, measured from the start
+    n = s.steps + max(10, s.steps // 10)  # a tenth more as warm-up, measured from the start
     rng = np.random.default_rng(seed)
     cv = s.jitter_cv
-    jit = {k: _jitter(rng, cv, n).tolist() for k in ("pre", "copy", "gpu")}
+    jit = {k: jitter(rng, cv, n).tolist() for k in ("pre", "copy", "gpu")}
     rate = offered_rate(s)
-    env = simpy.Environment()
+    env = Environment()
     pre = simpy.Resource(env, capacity=workers(m))
-    busy = {k: _Busy() for k in ("cpu", "link", "gpu")}
+    busy = {k: Busy() for k in ("cpu", "link", "gpu")}
     t = {k: [math.nan] * n for k in ("arrive", "pre0", "inq", "form", "disp", "copy1", "done")}
-    arrive, pre0, inq, form_t, disp, copy1, done_t = (t[k] for k in ("arrive", "pre0", "inq", "form", "disp",
-                                                                     "copy1", "done"))
-    batches = []          # (dispatch time, size)
+    arrive, pre0, inq, form_t, disp, copy1, done_t = (
+        t[k] for k in ("arrive", "pre0", "inq", "form", "disp", "copy1", "done")
+    )
+    batches = []  # (dispatch time, size)
     queue = []
     timeline = []
     sig = {"ev": env.event()}
     done_ev = {}
-    records = []          # (start, end, compute, memory, launch, flops, bytes, issue) per batch
+    records = []  # (start, end, compute, memory, launch, flops, bytes, issue) per batch
     wall0 = time.perf_counter()
     count = {"made": 0, "served": 0, "done": 0}
     all_done = env.event()
@@ -131,7 +135,7 @@ def run(m, bc: BatchCosts, seed: int, budget_s: float = 20.0) -> dict:
         A batch holds its instance from dispatch to done, so copies never contend for a link."""
         track = "gpu" if s.replicas == 1 else f"gpu {g}"
         while count["served"] < n:
-            while True:   # another free instance may take the queue while this one waits for companions
+            while True:  # another free instance may take the queue while this one waits for companions
                 while not queue:
                     if count["served"] >= n:
                         return
@@ -159,16 +163,18 @@ def run(m, bc: BatchCosts, seed: int, budget_s: float = 20.0) -> dict:
             if c > 0:
                 busy["link"].add(t0, g0)
                 timeline.append(("host_copy" if s.replicas == 1 else f"host_copy {g}", "copy", t0, g0, lead))
-            records.append((g0, now, compute_s * j, memory_s * j, (step_s - compute_s - memory_s) * j, flops,
-                            nbytes, issue_s))
+            records.append(
+                (g0, now, compute_s * j, memory_s * j, (step_s - compute_s - memory_s) * j, flops, nbytes, issue_s)
+            )
             busy["gpu"].add(g0, g0 + (compute_s + memory_s) * j)
             timeline.append((track, f"batch of {k}", g0, now, lead))
             count["done"] += k
             if count["done"] >= n:
                 all_done.succeed()
             if time.perf_counter() - wall0 > budget_s:
-                raise HwsimError("steps", s.steps, f"a run that fits the {budget_s:g} s simulation budget",
-                                 "lower steps")
+                raise HwsimError(
+                    "steps", s.steps, f"a run that fits the {budget_s:g} s simulation budget", "lower steps"
+                )
 
     if rate:
         env.process(open_loop())
@@ -178,25 +184,39 @@ def run(m, bc: BatchCosts, seed: int, budget_s: float = 20.0) -> dict:
     for g in range(s.replicas):
         env.process(instance(g))
     env.run(until=all_done)
-    return {"t": {k: np.asarray(v) for k, v in t.items()}, "batches": batches, "busy": busy, "records": records, "timeline": timeline,
-            "warm": n - s.steps, "events": next(env._eid), "end": env.now,
-            "wall_ms": (time.perf_counter() - wall0) * 1e3}
+    return {
+        "t": {k: np.asarray(v) for k, v in t.items()},
+        "batches": batches,
+        "busy": busy,
+        "records": records,
+        "timeline": timeline,
+        "warm": n - s.steps,
+        "events": env.scheduled,
+        "end": env.now,
+        "wall_ms": (time.perf_counter() - wall0) * 1e3,
+    }
 
 
 def _pct(a) -> dict:
     a = np.asarray(a, dtype=float)
-    return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95)),
-            "p99": float(np.percentile(a, 99)), "mean": float(a.mean())}
+    return {
+        "p50": float(np.percentile(a, 50)),
+        "p95": float(np.percentile(a, 95)),
+        "p99": float(np.percentile(a, 99)),
+        "mean": float(a.mean()),
+    }
 
 
 def breakdown(t: dict, ids) -> dict:
     """Seconds per request in each part of its latency; the parts sum to its latency."""
     start = np.maximum(t["inq"][ids], t["form"][ids])
-    return {"queueing": (t["pre0"][ids] - t["arrive"][ids]) + (start - t["inq"][ids]),
-            "batch_formation": t["disp"][ids] - start,
-            "preprocessing": t["inq"][ids] - t["pre0"][ids],
-            "copy": t["copy1"][ids] - t["disp"][ids],
-            "compute": t["done"][ids] - t["copy1"][ids]}
+    return {
+        "queueing": (t["pre0"][ids] - t["arrive"][ids]) + (start - t["inq"][ids]),
+        "batch_formation": t["disp"][ids] - start,
+        "preprocessing": t["inq"][ids] - t["pre0"][ids],
+        "copy": t["copy1"][ids] - t["disp"][ids],
+        "compute": t["done"][ids] - t["copy1"][ids],
+    }
 
 
 def measure(m, bc: BatchCosts, out: dict) -> dict:
@@ -205,7 +225,7 @@ def measure(m, bc: BatchCosts, out: dict) -> dict:
     order = np.argsort(t["done"], kind="stable")
     lo, hi = float(t["done"][order[out["warm"] - 1]]), float(t["done"][order[-1]])
     span = hi - lo
-    ids = order[out["warm"]:]
+    ids = order[out["warm"] :]
     lat = t["done"][ids] - t["arrive"][ids]
     x = len(ids) / span
     parts = breakdown(t, ids)
@@ -218,21 +238,41 @@ def measure(m, bc: BatchCosts, out: dict) -> dict:
         for k, v in zip(tot, (c, mm, la, fl, by, iss)):
             tot[k] += v * f
     r = s.replicas
-    gpu_time = {"compute": tot["compute"] / (span * r), "memory": tot["memory"] / (span * r),
-                "launch": tot["launch"] / (span * r),
-                "host_copy": out["busy"]["link"].within(lo, hi) / (span * r)}
+    gpu_time = {
+        "compute": tot["compute"] / (span * r),
+        "memory": tot["memory"] / (span * r),
+        "launch": tot["launch"] / (span * r),
+        "host_copy": out["busy"]["link"].within(lo, hi) / (span * r),
+    }
     gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
     cpu_busy = out["busy"]["cpu"].within(lo, hi)
-    util = {"storage": 0.0, "cpu": min(1.0, (cpu_busy + tot["issue"]) / (span * s.cpu_cores)),
-            "host_link": gpu_time["host_copy"], "gpu_busy": out["busy"]["gpu"].within(lo, hi) / (span * r)}
-    sat = {"loop": 1.0 - gpu_time["idle"], "cpu": cpu_busy / (span * workers(m)), "host_link": util["host_link"],
-           "arrivals": gpu_time["idle"]}
-    return {"throughput": x, "latency_ms": {k: v * 1e3 for k, v in _pct(lat).items()},
-            "latency_breakdown_ms": {k: float(np.mean(v)) * 1e3 for k, v in parts.items()},
-            "goodput": x * float(np.mean(lat * 1e3 <= s.latency_slo_ms)), "batch_sizes": hist,
-            "in_system": float(in_system), "gpu_time": gpu_time, "utilization": util, "saturation": sat,
-            "flops_per_s": tot["flops"] / (span * r), "bytes_per_s": tot["bytes"] / (span * r),
-            "window_s": span, "warmup_s": lo}
+    util = {
+        "storage": 0.0,
+        "cpu": min(1.0, (cpu_busy + tot["issue"]) / (span * s.cpu_cores)),
+        "host_link": gpu_time["host_copy"],
+        "gpu_busy": out["busy"]["gpu"].within(lo, hi) / (span * r),
+    }
+    sat = {
+        "loop": 1.0 - gpu_time["idle"],
+        "cpu": cpu_busy / (span * workers(m)),
+        "host_link": util["host_link"],
+        "arrivals": gpu_time["idle"],
+    }
+    return {
+        "throughput": x,
+        "latency_ms": {k: v * 1e3 for k, v in _pct(lat).items()},
+        "latency_breakdown_ms": {k: float(np.mean(v)) * 1e3 for k, v in parts.items()},
+        "goodput": x * float(np.mean(lat * 1e3 <= s.latency_slo_ms)),
+        "batch_sizes": hist,
+        "in_system": float(in_system),
+        "gpu_time": gpu_time,
+        "utilization": util,
+        "saturation": sat,
+        "flops_per_s": tot["flops"] / (span * r),
+        "bytes_per_s": tot["bytes"] / (span * r),
+        "window_s": span,
+        "warmup_s": lo,
+    }
 
 
 def _service(bc: BatchCosts, b: float) -> float:
@@ -242,6 +282,7 @@ def _service(bc: BatchCosts, b: float) -> float:
 
     def whole(n):
         return bc.copy(n) + bc.step(n).step_s
+
     return whole(lo) if f <= 0 else (1 - f) * whole(lo) + f * whole(lo + 1)
 
 
@@ -260,11 +301,11 @@ def _batching(bc: BatchCosts, lam_r: float, maxb: int, delay_s: float, cv2: floa
     rho = lam_r * svc / b
     if rho < 1 and (maxb == 1 or rho < 0.9):
         form = window * (1 + (b - 1) / 2) / b
-        lo_b = max(1, int(b))   # copy and step jitter independently: E[S^2] = S^2 + cv^2 (copy^2 + step^2)
-        es2 = svc ** 2 + cv2 * (bc.copy(lo_b) ** 2 + bc.step(lo_b).step_s ** 2)
+        lo_b = max(1, int(b))  # copy and step jitter independently: E[S^2] = S^2 + cv^2 (copy^2 + step^2)
+        es2 = svc**2 + cv2 * (bc.copy(lo_b) ** 2 + bc.step(lo_b).step_s ** 2)
         return b, form, (lam_r / b) * es2 / (2 * (1 - rho))
     cap = maxb / _service(bc, maxb)
-    if lam_r < cap:    # busy regime: solve b = lam_r S(b) between the light-load batch and a full one
+    if lam_r < cap:  # busy regime: solve b = lam_r S(b) between the light-load batch and a full one
         lo, hi = b, float(maxb)
         for _ in range(50):
             mid = (lo + hi) / 2
@@ -286,28 +327,28 @@ def steady_state(m, bc: BatchCosts) -> dict:
     it is an approximation that the simulation replaces.
     """
     s = m.s
-    r, maxb, cv2 = s.replicas, m.batch, s.jitter_cv ** 2
+    r, maxb, cv2 = s.replicas, m.batch, s.jitter_cv**2
     cap_gpu = r * maxb / _service(bc, maxb)
     cap_cpu = workers(m) / bc.pre_s if bc.pre_s > 0 else math.inf
     cap = min(cap_gpu, cap_cpu)
     lam = offered_rate(s)
     closed = lam is None
-    if closed:   # closed loop: Little's law over the clients, iterated with the latency
+    if closed:  # closed loop: Little's law over the clients, iterated with the latency
         lam = min(cap, s.concurrency / max(1e-9, _service(bc, 1) + s.think_time_ms / 1e3))
     n_req = s.steps + max(10, s.steps // 10)
     for _ in range(40 if closed else 1):
         if closed:
             lam = min(lam, cap * 0.999)
-        lam_r = min(lam, cap_cpu) / r        # the CPU stage passes at most its capacity on to the GPUs
+        lam_r = min(lam, cap_cpu) / r  # the CPU stage passes at most its capacity on to the GPUs
         b, form, wq = _batching(bc, lam_r, maxb, s.max_queue_delay_ms / 1e3, cv2, n_req)
         svc = _service(bc, b)
         pre_w = 0.0
         if bc.pre_s > 0:
             c = workers(m)
-            if lam < cap_cpu:   # wait for one of c workers (Sakasegawa's M/G/c approximation)
+            if lam < cap_cpu:  # wait for one of c workers (Sakasegawa's M/G/c approximation)
                 rho_p = lam * bc.pre_s / c
                 pre_w = rho_p ** math.sqrt(2 * (c + 1)) / (1 - rho_p) * bc.pre_s / c * (1 + cv2) / 2
-            else:               # saturated workers: the queue grows for the whole run
+            else:  # saturated workers: the queue grows for the whole run
                 pre_w = 0.55 * n_req * (1 / cap_cpu - 1 / lam)
         lat = pre_w + bc.pre_s + form + wq + svc
         if closed:
@@ -317,11 +358,15 @@ def steady_state(m, bc: BatchCosts) -> dict:
     x = min(lam, cap)
     st = bc.step(b_int)
     per_batch = x / b / r
-    gpu_time = {"compute": per_batch * st.compute_s, "memory": per_batch * st.memory_s,
-                "launch": per_batch * (st.step_s - st.compute_s - st.memory_s), "host_copy": per_batch * bc.copy(b_int)}
+    gpu_time = {
+        "compute": per_batch * st.compute_s,
+        "memory": per_batch * st.memory_s,
+        "launch": per_batch * (st.step_s - st.compute_s - st.memory_s),
+        "host_copy": per_batch * bc.copy(b_int),
+    }
     gpu_time = {k: min(1.0, v) for k, v in gpu_time.items()}
     gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
-    p_wait = min(1.0, rho)      # waiting time: no wait with probability 1 - rho, else exponential
+    p_wait = min(1.0, rho)  # waiting time: no wait with probability 1 - rho, else exponential
     fixed = bc.pre_s + svc + form + pre_w
 
     def q(p):
@@ -331,10 +376,18 @@ def steady_state(m, bc: BatchCosts) -> dict:
 
     lat_ms = {"p50": q(0.5) * 1e3, "p95": q(0.95) * 1e3, "p99": q(0.99) * 1e3, "mean": lat * 1e3}
     cpu = x * bc.pre_s
-    util = {"storage": 0.0, "cpu": min(1.0, (cpu + per_batch * r * st.issue_s) / s.cpu_cores),
-            "host_link": gpu_time["host_copy"], "gpu_busy": gpu_time["compute"] + gpu_time["memory"]}
-    sat = {"loop": 1.0 - gpu_time["idle"], "cpu": cpu / workers(m), "host_link": util["host_link"],
-           "arrivals": gpu_time["idle"]}
+    util = {
+        "storage": 0.0,
+        "cpu": min(1.0, (cpu + per_batch * r * st.issue_s) / s.cpu_cores),
+        "host_link": gpu_time["host_copy"],
+        "gpu_busy": gpu_time["compute"] + gpu_time["memory"],
+    }
+    sat = {
+        "loop": 1.0 - gpu_time["idle"],
+        "cpu": cpu / workers(m),
+        "host_link": util["host_link"],
+        "arrivals": gpu_time["idle"],
+    }
     slack = s.latency_slo_ms / 1e3 - fixed
     if slack < 0:
         within = 0.0
@@ -343,10 +396,143 @@ def steady_state(m, bc: BatchCosts) -> dict:
     else:
         within = 1.0 - p_wait * math.exp(-slack * p_wait / wq)
     good = x * within
-    return {"throughput": x, "latency_ms": lat_ms,
-            "latency_breakdown_ms": {"queueing": (wq + pre_w) * 1e3, "batch_formation": form * 1e3,
-                                     "preprocessing": bc.pre_s * 1e3, "copy": bc.copy(b_int) * 1e3,
-                                     "compute": st.step_s * 1e3},
-            "goodput": good, "batch_sizes": {b_int: 1.0}, "gpu_time": gpu_time, "utilization": util,
-            "saturation": sat, "flops_per_s": per_batch * st.flops, "bytes_per_s": per_batch * st.hbm_bytes,
-            "capacity_rps": cap, "window_s": 0.0, "warmup_s": 0.0}
+    return {
+        "throughput": x,
+        "latency_ms": lat_ms,
+        "latency_breakdown_ms": {
+            "queueing": (wq + pre_w) * 1e3,
+            "batch_formation": form * 1e3,
+            "preprocessing": bc.pre_s * 1e3,
+            "copy": bc.copy(b_int) * 1e3,
+            "compute": st.step_s * 1e3,
+        },
+        "goodput": good,
+        "batch_sizes": {b_int: 1.0},
+        "gpu_time": gpu_time,
+        "utilization": util,
+        "saturation": sat,
+        "flops_per_s": per_batch * st.flops,
+        "bytes_per_s": per_batch * st.hbm_bytes,
+        "capacity_rps": cap,
+        "window_s": 0.0,
+        "warmup_s": 0.0,
+    }
+
+
+def _explain(b, m, d, util, mem, state) -> str:
+    s = m.s
+    if b == "memory_capacity":
+        return oom_sentence(m, mem) + "Use a smaller max_batch_size, a lower precision or a device with more memory."
+    step_ms = d.step(m.batch).step_s * 1e3
+    if b == "arrivals":
+        cap = (state or {}).get("capacity_rps")
+        cap_txt = f" against a capacity of about {cap:,.0f}" if cap else ""
+        rate = (
+            f"{s.arrival_rate_rps or 100:g} requests/s"
+            if not s.concurrency or s.arrival_rate_rps
+            else f"{s.concurrency} clients"
+        )
+        idle = (state or {}).get("gpu_time", {}).get("idle", 1 - util["gpu_busy"])
+        return (
+            f"Nothing saturates: the GPU idles {idle:.0%} of the time waiting for requests "
+            f"({rate}{cap_txt}). Latency is one batch's service plus the batcher's wait; a faster GPU "
+            "would only idle more."
+        )
+    if b == "cpu":
+        return (
+            f"Preprocessing limits the server: each request costs {d.pre_s * 1e3:.2f} ms of CPU on "
+            f"{min(s.loader_workers or 1, s.cpu_cores)} worker(s). More workers or cores, or cheaper "
+            "preprocessing, raise capacity."
+        )
+    if b == "host_link":
+        return (
+            f"Copying batches to the device binds: {d.copy(m.batch) * 1e3:.2f} ms per batch of {m.batch} "
+            f"over {m.link.get('name', 'the host link')}."
+        )
+    if b == "overhead":
+        return (
+            f"The GPU waits on kernel launches: a batch of {m.batch} runs in {step_ms:.2f} ms, most of it "
+            "issuing kernels. Larger batches, compilation or a TensorRT-like engine amortize them."
+        )
+    bound = "memory-bound" if b == "memory_bw" else "compute-bound"
+    return (
+        f"The GPU is saturated and {bound}: a full batch of {m.batch} takes {step_ms:.2f} ms, so requests "
+        "queue. A larger max_batch_size (if the latency budget allows), more replicas, lower precision "
+        "or a faster GPU raise capacity."
+    )
+
+
+def _candidates(m, bottleneck: str, mem: dict) -> list[Candidate]:
+    s, out = m.s, []
+    if bottleneck == "memory_capacity":
+        b = m.batch
+        while b > 1 and len(out) < 4:
+            b //= 2
+            out.append((f"max_batch_size={b}", {"max_batch_size": b}, "less activation memory"))
+        for p in lower_precisions(s, ("bf16", "int8")):
+            out.append((f"precision={p}", {"precision": p}, "fewer bytes per value"))
+        return out
+    out.append((f"max_batch_size={2 * m.batch}", {"max_batch_size": 2 * m.batch}, "larger batches amortize weights"))
+    if m.batch > 1:
+        out.append((f"max_batch_size={m.batch // 2}", {"max_batch_size": m.batch // 2}, "shorter batches"))
+    if s.max_queue_delay_ms > 0:
+        out.append(("max_queue_delay_ms=0", {"max_queue_delay_ms": 0.0}, "dispatch without waiting for companions"))
+    out.append((f"replicas={s.replicas + 1}", {"replicas": s.replicas + 1}, "one more model instance"))
+    w = s.loader_workers
+    out.append((f"loader_workers={max(1, 2 * w)}", {"loader_workers": max(1, 2 * w)}, "more preprocessing workers"))
+    if s.precision in ("fp32", "tf32"):
+        p = "bf16" if "bf16" in m.device["peak_tflops"] else "fp16"
+        out.append((f"precision={p}", {"precision": p}, "tensor-core math, half the bytes"))
+    elif s.precision in ("fp16", "bf16"):
+        out.append(("precision=int8", {"precision": "int8"}, "half the bytes again"))
+    if s.fusion != "tensorrt":
+        out.append(("fusion=tensorrt", {"fusion": "tensorrt"}, "fused engine, graph launch"))
+    if not s.pin_memory:
+        out.append(("pin_memory=true", {"pin_memory": True}, "asynchronous copies"))
+    out.append((f"gpu={next_gpu(m)}", {"gpu": next_gpu(m)}, "a faster chip"))
+    return out
+
+
+class ServingKind(KindBase):
+    """Online serving: requests through CPU preprocessing and a dynamic batcher onto the GPU."""
+
+    name = "serving"
+
+    def prepare(self, m):
+        return BatchCosts(m), costs.memory(m)
+
+    def state(self, m, d, method, seed, budget_s):
+        if method == "estimate":
+            state, sim, timeline = steady_state(m, d), {}, []
+        else:
+            out = run(m, d, seed, budget_s)
+            state = measure(m, d, out)
+            timeline = out["timeline"]
+            sim = {"events": out["events"], "simulated_s": float(out["end"]), "warmup_s": float(state["warmup_s"])}
+        state["extra"] = {k: state[k] for k in ("goodput", "latency_breakdown_ms", "batch_sizes")}
+        return state, sim, timeline
+
+    def details(self, m, d, mem, state):
+        out = step_details(m, d.step(m.batch))
+        out.update(
+            max_batch_size=m.batch,
+            offered_rps=offered_rate(m.s),
+            demand_ms={"preprocess": d.pre_s * 1e3, "copy": d.copy(m.batch) * 1e3},
+            capacity_rps=(state or {}).get("capacity_rps"),
+            in_system=(state or {}).get("in_system"),
+        )
+        if m.s.replicas > 1:
+            out["replicas"] = m.s.replicas
+        return out
+
+    def explain(self, b, m, d, util, mem, state):
+        return _explain(b, m, d, util, mem, state)
+
+    def candidates(self, m, b, mem):
+        return _candidates(m, b, mem)
+
+    def offered(self, s):
+        return offered_rate(s)
+
+
+SERVING = ServingKind()

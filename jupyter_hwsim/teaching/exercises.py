@@ -8,61 +8,126 @@ so a notebook runs top to bottom unattended.
 The exercise scenarios are module constants, so a test (or a curious instructor) can recompute
 every answer the same way. Pure core: nothing here imports a Jupyter module.
 """
+
 from __future__ import annotations
 
 import math
 import random
 import re
 
+from ..api import best_batch, simulate
 from ..core import catalog
-from ..runner import best_batch, simulate
-from ..cli import parse_pairs
 from ..core.errors import HwsimError
 from ..core.precision import WARN_ABOVE, matmul_error
 from ..core.scenario import FIELDS, Scenario
+from ..scenario_text import parse_pairs
 
 __all__ = [
-    "LESSON1_PIPELINE", "LESSON2_DECODE", "LESSON3_INFERENCE", "LESSON3_SERVING", "LESSON3_SLO_MS",
-    "LESSON4_CPU", "LESSON4_A100", "LESSON5_DECODE", "LESSON6_T4", "FLOAT_FORMATS", "LESSON7_BASE",
-    "CHANGEABLE", "change_speedup", "check_biggest_change", "check_mfu", "check_best_batch",
-    "check_serving_batch", "check_a100_vs_cpu", "check_model_gb", "check_decode_tokens_per_s",
-    "check_precision_choice", "check_fusion_speedup", "mystery", "check_mystery_fix",
+    "LESSON1_PIPELINE",
+    "LESSON2_DECODE",
+    "LESSON3_INFERENCE",
+    "LESSON3_SERVING",
+    "LESSON3_SLO_MS",
+    "LESSON4_CPU",
+    "LESSON4_A100",
+    "LESSON5_DECODE",
+    "LESSON6_T4",
+    "FLOAT_FORMATS",
+    "LESSON7_BASE",
+    "CHANGEABLE",
+    "change_speedup",
+    "check_biggest_change",
+    "check_mfu",
+    "check_best_batch",
+    "check_serving_batch",
+    "check_a100_vs_cpu",
+    "check_model_gb",
+    "check_decode_tokens_per_s",
+    "check_precision_choice",
+    "check_fusion_speedup",
+    "mystery",
+    "check_mystery_fix",
 ]
 
 # ---------------------------------------------------------------- the exercise scenarios
 # 01: a ResNet-18 pipeline fed from a SATA SSD by 12 loader workers on 32 cores
-LESSON1_PIPELINE = Scenario(kind="training", workload="resnet18", gpu="a100", storage="sata-ssd",
-                            loader_workers=12, cpu_cores=32, steps=60)
+LESSON1_PIPELINE = Scenario(
+    kind="training", workload="resnet18", gpu="a100", storage="sata-ssd", loader_workers=12, cpu_cores=32, steps=60
+)
 # 02: one Llama 2 7B stream on an H100, short prompt, long answer
-LESSON2_DECODE = Scenario(kind="llm", workload="llama-2-7b", gpu="h100", precision="fp16", concurrency=1,
-                          prompt_tokens=32, output_tokens=512, steps=20)
+LESSON2_DECODE = Scenario(
+    kind="llm",
+    workload="llama-2-7b",
+    gpu="h100",
+    precision="fp16",
+    concurrency=1,
+    prompt_tokens=32,
+    output_tokens=512,
+    steps=20,
+)
 # 03: offline BERT-base inference on a T4, and a ResNet-50 server on a T4 with a long batcher delay
 LESSON3_SLO_MS = 100.0
-LESSON3_INFERENCE = Scenario(kind="inference", workload="bert-base", gpu="t4", precision="fp16",
-                             loader_workers=16, cpu_cores=32, steps=60)
-LESSON3_SERVING = Scenario(kind="serving", workload="resnet50", gpu="t4", precision="fp16",
-                           arrival_rate_rps=300, max_queue_delay_ms=100, steps=1000)
+LESSON3_INFERENCE = Scenario(
+    kind="inference", workload="bert-base", gpu="t4", precision="fp16", loader_workers=16, cpu_cores=32, steps=60
+)
+LESSON3_SERVING = Scenario(
+    kind="serving",
+    workload="resnet50",
+    gpu="t4",
+    precision="fp16",
+    arrival_rate_rps=300,
+    max_queue_delay_ms=100,
+    steps=1000,
+)
 # 04: BERT-base inference, batch 8, bf16, on a Xeon (as the device) and on an A100
-LESSON4_CPU = Scenario(kind="inference", workload="bert-base", gpu="xeon-8480", precision="bf16", batch_size=8,
-                       loader_workers=8, cpu_cores=16, steps=60)
+LESSON4_CPU = Scenario(
+    kind="inference",
+    workload="bert-base",
+    gpu="xeon-8480",
+    precision="bf16",
+    batch_size=8,
+    loader_workers=8,
+    cpu_cores=16,
+    steps=60,
+)
 LESSON4_A100 = LESSON4_CPU.replace(gpu="a100-sxm-80gb")
 # 05: one Llama 2 13B stream in int8 on an A10
 LESSON5_DECODE = Scenario(kind="llm", workload="llama-2-13b", gpu="a10", precision="int8", concurrency=1, steps=20)
 # 06: BERT-base inference on a T4; the team wants a floating-point format
-LESSON6_T4 = Scenario(kind="inference", workload="bert-base", gpu="t4", batch_size=32, loader_workers=8,
-                      cpu_cores=16, steps=60)
+LESSON6_T4 = Scenario(
+    kind="inference", workload="bert-base", gpu="t4", batch_size=32, loader_workers=8, cpu_cores=16, steps=60
+)
 FLOAT_FORMATS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 # 07: BERT-base inference on an H100, eager against TensorRT-like
-LESSON7_BASE = Scenario(kind="inference", workload="bert-base", gpu="h100", precision="fp16", loader_workers=16,
-                        cpu_cores=32, steps=60)
+LESSON7_BASE = Scenario(
+    kind="inference", workload="bert-base", gpu="h100", precision="fp16", loader_workers=16, cpu_cores=32, steps=60
+)
 
 # fields a "single change" may touch: the machine and its settings, not the problem itself
-CHANGEABLE = ("gpu", "precision", "batch_size", "loader_workers", "prefetch_factor", "cpu_cores", "cpu_speed",
-              "storage", "storage_bandwidth_gbs", "storage_latency_ms", "storage_concurrency", "host_link",
-              "host_link_gbs", "pin_memory", "fusion", "host_cache_gb")
+CHANGEABLE = (
+    "gpu",
+    "precision",
+    "batch_size",
+    "loader_workers",
+    "prefetch_factor",
+    "cpu_cores",
+    "cpu_speed",
+    "storage",
+    "storage_bandwidth_gbs",
+    "storage_latency_ms",
+    "storage_concurrency",
+    "host_link",
+    "host_link_gbs",
+    "pin_memory",
+    "fusion",
+    "host_cache_gb",
+)
 # a catalogue change brings the entry's own numbers, as the simulator's suggestions do
-_RESETS = {"storage": ("storage_bandwidth_gbs", "storage_latency_ms", "storage_concurrency"),
-           "gpu": ("host_link", "host_link_gbs"), "host_link": ("host_link_gbs",)}
+_RESETS = {
+    "storage": ("storage_bandwidth_gbs", "storage_latency_ms", "storage_concurrency"),
+    "gpu": ("host_link", "host_link_gbs"),
+    "host_link": ("host_link_gbs",),
+}
 
 
 # ---------------------------------------------------------------- small helpers
@@ -151,14 +216,18 @@ def _judge_change(s: Scenario, change, seed: int = 0) -> bool:
     except HwsimError as e:
         return _off(f"hwsim cannot read that change: {e}")
     if len(fields) != 1:
-        return _off(f"Give a single change (one field=value); this one changes {len(fields)} fields: "
-                    f"{', '.join(fields) or 'none'}.")
-    (key, value), = fields.items()
+        return _off(
+            f"Give a single change (one field=value); this one changes {len(fields)} fields: "
+            f"{', '.join(fields) or 'none'}."
+        )
+    ((key, value),) = fields.items()
     if key not in FIELDS:
         return _off(f"{key!r} is not a scenario field (see `python -m jupyter_hwsim help`).")
     if key not in CHANGEABLE:
-        return _off(f"{key} changes the problem itself, not the machine or its settings: try a field such as "
-                    "loader_workers, cpu_cores, storage, host_cache_gb, gpu, precision, fusion or batch_size.")
+        return _off(
+            f"{key} changes the problem itself, not the machine or its settings: try a field such as "
+            "loader_workers, cpu_cores, storage, host_cache_gb, gpu, precision, fusion or batch_size."
+        )
     label = f"{key}={value}"
     try:
         changed = s.replace(**fields)
@@ -174,20 +243,27 @@ def _judge_change(s: Scenario, change, seed: int = 0) -> bool:
     except HwsimError as e:
         return _off(f"hwsim cannot simulate that change: {e}")
     if r.memory["oom"]:
-        return _off(f"{label} does not fit: it needs {r.memory['total_gb']:.1f} GB of the "
-                    f"{r.memory['capacity_gb']:.0f} GB on the device.")
+        return _off(
+            f"{label} does not fit: it needs {r.memory['total_gb']:.1f} GB of the "
+            f"{r.memory['capacity_gb']:.0f} GB on the device."
+        )
     err = r.details.get("precision_error", 0.0)
     if err > WARN_ABOVE and err > base.details.get("precision_error", 0.0):
-        return _off(f"{label} gives {sp:.2f}x, but its measured matmul error is {err:.1%}: that trades away "
-                    "accuracy. Find a change that keeps the numbers right.")
+        return _off(
+            f"{label} gives {sp:.2f}x, but its measured matmul error is {err:.1%}: that trades away "
+            "accuracy. Find a change that keeps the numbers right."
+        )
     if sp >= 0.9 * best:
-        return _correct(f"{label} gives {sp:.2f}x: it attacks what the pipeline was waiting for "
-                        f"({base.bottleneck}).")
+        return _correct(f"{label} gives {sp:.2f}x: it attacks what the pipeline was waiting for ({base.bottleneck}).")
     if sp > 1.05:
-        return _off(f"{label} helps ({sp:.2f}x), but one change can do clearly more.",
-                    "Look again at what the GPU waits for, and what limits the pipeline after your change.")
-    return _off(f"{label} gives {sp:.2f}x: it does not touch the bottleneck.",
-                "Read the explanation and the GPU time chart again: what is the GPU waiting for?")
+        return _off(
+            f"{label} helps ({sp:.2f}x), but one change can do clearly more.",
+            "Look again at what the GPU waits for, and what limits the pipeline after your change.",
+        )
+    return _off(
+        f"{label} gives {sp:.2f}x: it does not touch the bottleneck.",
+        "Read the explanation and the GPU time chart again: what is the GPU waiting for?",
+    )
 
 
 def check_biggest_change(change) -> bool:
@@ -207,21 +283,27 @@ def check_mfu(my_mfu) -> bool:
     r = simulate(LESSON2_DECODE, suggest=False)
     truth = r.utilization["gpu_mfu"]
     if _close(x, truth, 0.15):
-        return _correct(f"MFU {x:.2%}: the GPU was busy {r.utilization['gpu_busy']:.0%} of the time, yet did "
-                        f"useful math at only {truth:.2%} of its peak (simulator).")
+        return _correct(
+            f"MFU {x:.2%}: the GPU was busy {r.utilization['gpu_busy']:.0%} of the time, yet did "
+            f"useful math at only {truth:.2%} of its peak (simulator)."
+        )
     if _close(x, 100 * truth, 0.15):
         return _off("That looks like a percentage: give MFU as a fraction of peak (0.05 means 5%).")
     if x >= 1:
-        return _off("MFU is a fraction of peak, between 0 and 1: check the units (TFLOPS means 1e12 FLOP/s, "
-                    "parameters are counted one by one, not in billions).")
+        return _off(
+            "MFU is a fraction of peak, between 0 and 1: check the units (TFLOPS means 1e12 FLOP/s, "
+            "parameters are counted one by one, not in billions)."
+        )
     hint = "too high" if x > truth else "too low"
-    return _off(f"Not quite: {x:.3g} is {hint} (more than 15% off).",
-                "MFU = tokens/s x 2 x parameters / peak FLOP/s at fp16 of this chip (use its catalogue entry).")
+    return _off(
+        f"Not quite: {x:.3g} is {hint} (more than 15% off).",
+        "MFU = tokens/s x 2 x parameters / peak FLOP/s at fp16 of this chip (use its catalogue entry).",
+    )
 
 
 # ---------------------------------------------------------------- 03: batching within a latency budget
 def _check_batch(s: Scenario, batch, throughput) -> bool:
-    field = "max_batch_size" if s.kind == "serving" else "batch_size"
+    field = s.traits.batch_field
     if batch is None or throughput is None:
         return _fill_in(f"the largest {field} within the budget and its throughput")
     b, x = _number(batch), _number(throughput)
@@ -239,14 +321,20 @@ def _check_batch(s: Scenario, batch, throughput) -> bool:
         if row["oom"]:
             return _off(f"At {field}={int(b)} the model does not fit in memory: try smaller.")
         if not row["meets"]:
-            return _off(f"At {field}={int(b)} the p99 latency is {row['p99_ms']:.0f} ms: over the {slo:g} ms "
-                        "budget. Try smaller.")
+            return _off(
+                f"At {field}={int(b)} the p99 latency is {row['p99_ms']:.0f} ms: over the {slo:g} ms "
+                "budget. Try smaller."
+            )
         return _off(f"{field}={int(b)} meets the budget (p99 {row['p99_ms']:.0f} ms), but a larger one does too.")
     if not _close(x, res["throughput"], 0.05):
-        return _off(f"The {field} is right! The throughput is {x / res['throughput'] - 1:+.0%} off: read it "
-                    f"({unit}) at that {field}.")
-    return _correct(f"{field}={int(b)} keeps p99 at {res['p99_ms']:.0f} ms, inside {slo:g} ms, and serves "
-                    f"{res['throughput']:,.0f} {unit}.")
+        return _off(
+            f"The {field} is right! The throughput is {x / res['throughput'] - 1:+.0%} off: read it "
+            f"({unit}) at that {field}."
+        )
+    return _correct(
+        f"{field}={int(b)} keeps p99 at {res['p99_ms']:.0f} ms, inside {slo:g} ms, and serves "
+        f"{res['throughput']:,.0f} {unit}."
+    )
 
 
 def check_best_batch(batch, throughput) -> bool:
@@ -271,8 +359,7 @@ def check_a100_vs_cpu(times_faster) -> bool:
     a, c = simulate(LESSON4_A100, suggest=False), simulate(LESSON4_CPU, suggest=False)
     truth = a.throughput / c.throughput
     if _close(x, truth, 0.15):
-        return _correct(f"about {x:.1f}x: the A100 serves {a.throughput:,.0f} samples/s, the Xeon "
-                        f"{c.throughput:,.0f}.")
+        return _correct(f"about {x:.1f}x: the A100 serves {a.throughput:,.0f} samples/s, the Xeon {c.throughput:,.0f}.")
     if x > 0 and _close(1 / x, truth, 0.15):
         return _off("Upside down: divide the A100's throughput by the CPU's.")
     return _off(f"Not quite: {x:.3g}x is more than 15% off. Simulate both scenarios and divide the throughputs.")
@@ -290,14 +377,18 @@ def check_model_gb(gb) -> bool:
     r = simulate(LESSON5_DECODE, suggest=False)
     truth = r.memory["weights_gb"]
     if _close(x, truth, 0.10):
-        return _correct(f"{x:.1f} GB of weights: every decode step reads all of them "
-                        f"({r.details['bytes_per_token_single_stream'] / 1e9:.1f} GB per token with the KV cache).")
+        return _correct(
+            f"{x:.1f} GB of weights: every decode step reads all of them "
+            f"({r.details['bytes_per_token_single_stream'] / 1e9:.1f} GB per token with the KV cache)."
+        )
     if _close(x, truth * 1e9, 0.10):
         return _off("That looks like bytes: give gigabytes (1 GB = 1e9 bytes).")
     b = catalog.get("precisions", LESSON5_DECODE.precision)["bytes"]
     if any(_close(x, truth * other / b, 0.10) for other in (4, 2, 0.5) if other != b):
-        return _off(f"Right idea, wrong width: the weights are stored in {LESSON5_DECODE.precision}. "
-                    "How many bytes is one such weight?")
+        return _off(
+            f"Right idea, wrong width: the weights are stored in {LESSON5_DECODE.precision}. "
+            "How many bytes is one such weight?"
+        )
     return _off(f"Not quite: {x:.3g} GB is more than 10% off. Size = parameters x bytes per weight / 1e9.")
 
 
@@ -311,11 +402,15 @@ def check_decode_tokens_per_s(tokens_per_s) -> bool:
     r = simulate(LESSON5_DECODE, suggest=False)
     truth = r.tokens_per_s_per_stream
     if _close(x, truth, 0.15):
-        return _correct(f"about {x:.0f} tokens/s; the simulator measures {truth:.1f}: bandwidth / bytes per token "
-                        "is most of the story of single-stream decoding.")
+        return _correct(
+            f"about {x:.0f} tokens/s; the simulator measures {truth:.1f}: bandwidth / bytes per token "
+            "is most of the story of single-stream decoding."
+        )
     if x > truth:
-        return _off(f"{x:.3g} tokens/s is too high (more than 15% off).",
-                    "Does the chip really reach its nameplate bandwidth? Use the bandwidth it actually achieves.")
+        return _off(
+            f"{x:.3g} tokens/s is too high (more than 15% off).",
+            "Does the chip really reach its nameplate bandwidth? Use the bandwidth it actually achieves.",
+        )
     return _off(f"{x:.3g} tokens/s is too low (more than 15% off). tokens/s = bandwidth (GB/s) / model size (GB).")
 
 
@@ -331,8 +426,11 @@ def check_precision_choice(precision) -> bool:
         return _fill_in("a precision name such as 'fp32'")
     p = str(precision).strip().lower()
     if p in ("int8", "int4"):
-        return _off("Integer formats need calibration, and the team asked for a floating-point format: one of "
-                    + ", ".join(FLOAT_FORMATS) + ".")
+        return _off(
+            "Integer formats need calibration, and the team asked for a floating-point format: one of "
+            + ", ".join(FLOAT_FORMATS)
+            + "."
+        )
     if p not in FLOAT_FORMATS:
         return _off(f"{precision!r} is not one of the floating-point formats: " + ", ".join(FLOAT_FORMATS) + ".")
     res = _float_results()
@@ -340,12 +438,16 @@ def check_precision_choice(precision) -> bool:
     best = max(ok.values())
     err, thr = matmul_error(p), res[p].throughput
     if p not in ok:
-        return _off(f"{p} is fast ({thr:,.0f} samples/s), but its measured matmul error is {err:.1%}, above the "
-                    f"{WARN_ABOVE:.0%} warning line: check accuracy first.")
+        return _off(
+            f"{p} is fast ({thr:,.0f} samples/s), but its measured matmul error is {err:.1%}, above the "
+            f"{WARN_ABOVE:.0%} warning line: check accuracy first."
+        )
     if thr >= 0.98 * best:
         return _correct(f"{p} gives {thr:,.0f} samples/s on the T4 with a matmul error of {err:.2%}.")
-    return _off(f"{p} gives {thr:,.0f} samples/s with no accuracy warning, but another format is "
-                f"{best / thr:.1f}x faster on this chip. Read each result's warnings.")
+    return _off(
+        f"{p} gives {thr:,.0f} samples/s with no accuracy warning, but another format is "
+        f"{best / thr:.1f}x faster on this chip. Read each result's warnings."
+    )
 
 
 # ---------------------------------------------------------------- 07: fusion
@@ -361,13 +463,17 @@ def check_fusion_speedup(speedup, batch: int = 1) -> bool:
     trt = simulate(s.replace(fusion="tensorrt"), suggest=False)
     truth = trt.throughput / eager.throughput
     if _close(x, truth, 0.10):
-        return _correct(f"{x:.2f}x at batch {batch}: eager is {eager.bottleneck}-bound here, with "
-                        f"{eager.details['kernels_per_step']} kernels a step against "
-                        f"{trt.details['kernels_per_step']}.")
+        return _correct(
+            f"{x:.2f}x at batch {batch}: eager is {eager.bottleneck}-bound here, with "
+            f"{eager.details['kernels_per_step']} kernels a step against "
+            f"{trt.details['kernels_per_step']}."
+        )
     if x > 0 and _close(1 / x, truth, 0.10):
         return _off("Upside down: divide the TensorRT throughput by the eager one.")
-    return _off(f"Not quite: {x:.3g}x at batch {batch} is more than 10% off. Simulate both fusions at that batch "
-                "and divide the throughputs.")
+    return _off(
+        f"Not quite: {x:.3g}x at batch {batch} is more than 10% off. Simulate both fusions at that batch "
+        "and divide the throughputs."
+    )
 
 
 # ---------------------------------------------------------------- 08: the mystery pipeline
@@ -375,15 +481,22 @@ def _mystery_fields(rng: random.Random) -> dict:
     flaw = rng.choice(("io", "loader", "fp32", "tiny"))
     if flaw == "io":
         if rng.random() < 0.5:
-            return dict(workload=rng.choice(("resnet50", "resnet18")), gpu=rng.choice(("a100", "h100")),
-                        storage="hdd")
+            return dict(workload=rng.choice(("resnet50", "resnet18")), gpu=rng.choice(("a100", "h100")), storage="hdd")
         return dict(workload="resnet18", gpu="h100", storage="sata-ssd", loader_workers=32, cpu_cores=64)
     if flaw == "loader":
-        return dict(workload=rng.choice(("resnet50", "resnet18", "vit-b16")), gpu=rng.choice(("a100", "h100")),
-                    loader_workers=rng.randint(1, 3))
+        return dict(
+            workload=rng.choice(("resnet50", "resnet18", "vit-b16")),
+            gpu=rng.choice(("a100", "h100")),
+            loader_workers=rng.randint(1, 3),
+        )
     if flaw == "fp32":
-        return dict(workload=rng.choice(("vit-b16", "bert-base")), gpu=rng.choice(("a100", "h100")),
-                    precision="fp32", loader_workers=16, cpu_cores=32)
+        return dict(
+            workload=rng.choice(("vit-b16", "bert-base")),
+            gpu=rng.choice(("a100", "h100")),
+            precision="fp32",
+            loader_workers=16,
+            cpu_cores=32,
+        )
     return dict(workload="mlp-small", gpu=rng.choice(("a100", "h100")), batch_size=rng.choice((16, 32)))
 
 

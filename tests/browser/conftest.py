@@ -134,8 +134,9 @@ def pytest_runtest_makereport(item, call):
 def _require_browser_stack():
     chromium = shutil.which("chromium")
     if chromium is None:
-        pytest.fail(f"browser tests need the `chromium` executable on PATH, but it is missing; {INSTALL_HINT}",
-                    pytrace=False)
+        pytest.fail(
+            f"browser tests need the `chromium` executable on PATH, but it is missing; {INSTALL_HINT}", pytrace=False
+        )
     problem = None
     try:
         from playwright.sync_api import sync_playwright  # noqa: F401
@@ -153,11 +154,15 @@ def browser_executable():
 
 
 def _require_lab_stack():
-    missing = [m for m in ("jupyterlab", "jupyter_server", "ipykernel", "nbformat")
-               if importlib.util.find_spec(m) is None]
+    missing = [
+        m for m in ("jupyterlab", "jupyter_server", "ipykernel", "nbformat") if importlib.util.find_spec(m) is None
+    ]
     if missing:
-        pytest.fail(f"browser tests need {', '.join(missing)} in {sys.executable}'s environment: "
-                    f"python -m pip install jupyterlab ipykernel nbformat ipywidgets altair", pytrace=False)
+        pytest.fail(
+            f"browser tests need {', '.join(missing)} in {sys.executable}'s environment: "
+            f"python -m pip install jupyterlab ipykernel nbformat ipywidgets altair",
+            pytrace=False,
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -211,9 +216,12 @@ class LabServer:
     def api(self, path: str, method: str = "GET", body=None, timeout: float = 10.0):
         """Call the REST API (path like 'api/sessions'); returns the decoded JSON or None."""
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(f"{self.url}/{path.lstrip('/')}", data=data, method=method,
-                                     headers={"Authorization": f"token {self.token}",
-                                              "Content-Type": "application/json"})
+        req = urllib.request.Request(
+            f"{self.url}/{path.lstrip('/')}",
+            data=data,
+            method=method,
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+        )
         with _HTTP.open(req, timeout=timeout) as resp:
             raw = resp.read()
         return json.loads(raw) if raw else None
@@ -239,8 +247,10 @@ def _free_port() -> int:
 
 def _prepare_lab_home(base: pathlib.Path) -> dict:
     """Create an isolated Jupyter home under `base`; return the directories."""
-    dirs = {k: base / k for k in ("root", "config", "data", "runtime", "lab-settings", "lab-workspaces",
-                                  "app-settings", "ipython")}
+    dirs = {
+        k: base / k
+        for k in ("root", "config", "data", "runtime", "lab-settings", "lab-workspaces", "app-settings", "ipython")
+    }
     for d in dirs.values():
         d.mkdir(parents=True, exist_ok=True)
 
@@ -274,20 +284,22 @@ def _lab_env(dirs: dict) -> dict:
     env = os.environ.copy()
     for var in ("JUPYTER_CONFIG_PATH", "JUPYTER_TOKEN", "JUPYTER_PLATFORM_DIRS"):
         env.pop(var, None)  # no extra user config dirs / tokens leak in
-    env.update({
-        "JUPYTER_CONFIG_DIR": str(dirs["config"]),
-        "JUPYTER_DATA_DIR": str(dirs["data"]),
-        "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
-        "JUPYTERLAB_SETTINGS_DIR": str(dirs["lab-settings"]),
-        "JUPYTERLAB_WORKSPACES_DIR": str(dirs["lab-workspaces"]),
-        "IPYTHONDIR": str(dirs["ipython"]),
-        "JUPYTER_PREFER_ENV_PATH": "1",
-        "PYTHONUNBUFFERED": "1",
-        # the kernel spec says "python": make sure it is this interpreter's environment
-        "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
-        "NO_PROXY": "127.0.0.1,localhost",
-        "no_proxy": "127.0.0.1,localhost",
-    })
+    env.update(
+        {
+            "JUPYTER_CONFIG_DIR": str(dirs["config"]),
+            "JUPYTER_DATA_DIR": str(dirs["data"]),
+            "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),
+            "JUPYTERLAB_SETTINGS_DIR": str(dirs["lab-settings"]),
+            "JUPYTERLAB_WORKSPACES_DIR": str(dirs["lab-workspaces"]),
+            "IPYTHONDIR": str(dirs["ipython"]),
+            "JUPYTER_PREFER_ENV_PATH": "1",
+            "PYTHONUNBUFFERED": "1",
+            # the kernel spec says "python": make sure it is this interpreter's environment
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+        }
+    )
     return env
 
 
@@ -358,17 +370,35 @@ def lab_server(tmp_path_factory, artifacts_dir):
     failures = []
     for attempt in range(3):  # a free port can be taken between probing and binding: retry
         port = _free_port()
-        cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser",
-               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-               f"--ServerApp.token={token}", "--allow-root", f"--ServerApp.root_dir={dirs['root']}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--ServerApp.token={token}",
+            "--allow-root",
+            f"--ServerApp.root_dir={dirs['root']}",
+        ]
         log = open(log_path, "w" if attempt == 0 else "a")
         log.write("$ " + " ".join(cmd).replace(token, "<token>") + "\n")
         log.flush()
-        proc = subprocess.Popen(cmd, cwd=dirs["root"], env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            cwd=dirs["root"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         log.close()
-        lab = LabServer(url=f"http://127.0.0.1:{port}", token=token, root_dir=dirs["root"],
-                        log_path=log_path, process=proc)
+        lab = LabServer(
+            url=f"http://127.0.0.1:{port}", token=token, root_dir=dirs["root"], log_path=log_path, process=proc
+        )
         problem = _wait_for_status(lab, time.monotonic() + SERVER_START_TIMEOUT)
         if problem is None:
             break
@@ -379,8 +409,7 @@ def lab_server(tmp_path_factory, artifacts_dir):
     else:
         problem = "; ".join(failures)
     if problem is not None:
-        pytest.fail(f"JupyterLab did not start: {problem}\n--- {log_path} (tail) ---\n{lab.log_tail()}",
-                    pytrace=False)
+        pytest.fail(f"JupyterLab did not start: {problem}\n--- {log_path} (tail) ---\n{lab.log_tail()}", pytrace=False)
     try:
         yield lab
     finally:
@@ -449,8 +478,9 @@ def browser_page(request, chromium_browser, lab_server, artifacts_dir):
         yield page
     finally:
         name = _safe_name(request.node.name)
-        failed = any(getattr(getattr(request.node, f"_harness_rep_{w}", None), "failed", False)
-                     for w in ("setup", "call"))
+        failed = any(
+            getattr(getattr(request.node, f"_harness_rep_{w}", None), "failed", False) for w in ("setup", "call")
+        )
         if failed:
             with contextlib.suppress(Exception):
                 save_screenshot_to(page, artifacts_dir, f"{name}-FAILED")
@@ -528,8 +558,11 @@ def open_notebook(page, lab: LabServer, name: str, cells: list[str], *, timeout:
     """Write `name` (relative to lab.root_dir) with these code cells, open it, wait for an idle kernel."""
     write_notebook(lab.root_dir / name, cells)
     # ?reset starts from an empty workspace, so only this notebook is open
-    page.goto(lab.page_url(f"lab/tree/{urllib.parse.quote(name)}", reset=""), wait_until="domcontentloaded",
-              timeout=timeout * 1000)
+    page.goto(
+        lab.page_url(f"lab/tree/{urllib.parse.quote(name)}", reset=""),
+        wait_until="domcontentloaded",
+        timeout=timeout * 1000,
+    )
     deadline = time.monotonic() + timeout
     state = None
     ui_idle_since = None
@@ -548,7 +581,8 @@ def open_notebook(page, lab: LabServer, name: str, cells: list[str], *, timeout:
     raise AssertionError(
         f"notebook {name} did not open with an idle kernel within {timeout:.0f} s: "
         f"UI state={state!r}, kernel (REST)={_kernel_session_state(lab, name)!r}; page log tail: "
-        f"{getattr(page, 'harness_log', [])[-10:]}\n--- server log tail ---\n{lab.log_tail(30)}")
+        f"{getattr(page, 'harness_log', [])[-10:]}\n--- server log tail ---\n{lab.log_tail(30)}"
+    )
 
 
 _EXEC_PROMPT = re.compile(r"^\[\s*\d+\s*\]:?$")
@@ -562,8 +596,10 @@ def run_all(page, timeout: float = RUN_ALL_TIMEOUT) -> None:
     page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
     # Run > Run All Cells is the command "runmenu:run-all" in JupyterLab 4.x; fall back to its label
     item = page.locator('.lm-Menu .lm-Menu-item[data-command="runmenu:run-all"]').or_(
-        page.locator(".lm-Menu .lm-Menu-item",
-                     has=page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$"))))
+        page.locator(
+            ".lm-Menu .lm-Menu-item", has=page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Run All Cells$"))
+        )
+    )
     item.first.click()
     old_prompts = [c["prompt"] for c in before["cells"]]
 
@@ -578,9 +614,12 @@ def run_all(page, timeout: float = RUN_ALL_TIMEOUT) -> None:
             raise AssertionError(f"run_all: a dialog appeared: {state['dialog']!r}")
         code = [(i, c) for i, c in enumerate(state["cells"]) if c["code"] and not c["empty"]]
         running = [i for i, c in code if "*" in c["prompt"]]
-        pending = [i for i, c in code
-                   if not _EXEC_PROMPT.match(c["prompt"])
-                   or (i < len(old_prompts) and _EXEC_PROMPT.match(old_prompts[i]) and c["prompt"] == old_prompts[i])]
+        pending = [
+            i
+            for i, c in code
+            if not _EXEC_PROMPT.match(c["prompt"])
+            or (i < len(old_prompts) and _EXEC_PROMPT.match(old_prompts[i]) and c["prompt"] == old_prompts[i])
+        ]
         if not running and state["status"] == "idle":
             if not pending:
                 return
@@ -589,14 +628,16 @@ def run_all(page, timeout: float = RUN_ALL_TIMEOUT) -> None:
             if time.monotonic() - quiet_since > 3.0:
                 raise AssertionError(
                     f"run_all: execution stopped before cells {pending} ran (prompts "
-                    f"{[c['prompt'] for c in state['cells']]}); stderr/tracebacks:\n" + "\n---\n".join(state["stderr"]))
+                    f"{[c['prompt'] for c in state['cells']]}); stderr/tracebacks:\n" + "\n---\n".join(state["stderr"])
+                )
         else:
             quiet_since = None
         time.sleep(0.2)
     raise AssertionError(
         f"run_all: cells still running/pending after {timeout:.0f} s: prompts "
         f"{[c['prompt'] for c in state['cells']]}, kernel status {state['status']!r}; stderr:\n"
-        + "\n---\n".join(state["stderr"]))
+        + "\n---\n".join(state["stderr"])
+    )
 
 
 @pytest.fixture(name="open_notebook")

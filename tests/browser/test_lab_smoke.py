@@ -21,9 +21,7 @@ display({"application/vnd.vegalite.v5+json": spec, "text/plain": "chart"}, raw=T
 FORBIDDEN_TEXT = ["Error loading script", "Javascript Error", "Error displaying widget", "Traceback"]
 
 
-
-def test_widgets_and_vega_render(browser_page, lab_server, open_notebook, run_all, save_screenshot,
-                                 painted_pixels_js):
+def test_widgets_and_vega_render(browser_page, lab_server, open_notebook, run_all, save_screenshot, painted_pixels_js):
     from playwright.sync_api import expect  # here, not at import: a missing playwright fails via the fixtures
 
     page = browser_page

@@ -1,5 +1,6 @@
 """The %hwsim what-if panel in a real JupyterLab and a real browser: the read-outs follow the slider, the charts
 draw offline, and nothing fails to load."""
+
 import re
 import time
 
@@ -24,19 +25,27 @@ def _until_idle(kernel_state, lab, name, hold_s, done=lambda: False, timeout_s=9
         else:
             since = None
         time.sleep(0.25)
-    raise AssertionError(f"{name}: the kernel neither settled nor finished within {timeout_s:.0f} s "
-                         f"(server state {kernel_state(lab, name)!r})")
+    raise AssertionError(
+        f"{name}: the kernel neither settled nor finished within {timeout_s:.0f} s "
+        f"(server state {kernel_state(lab, name)!r})"
+    )
 
 
-def test_the_panel_follows_its_batch_slider(browser_page, lab_server, open_notebook, run_all, save_screenshot,
-                                            painted_pixels_js):
+def test_the_panel_follows_its_batch_slider(
+    browser_page, lab_server, open_notebook, run_all, save_screenshot, painted_pixels_js
+):
     from playwright.sync_api import expect
 
     page = browser_page
-    open_notebook(page, lab_server, "panel.ipynb", [
-        "%load_ext jupyter_hwsim",
-        "%hwsim workload=resnet50 gpu=a100 loader_workers=16 batch_size=32 steps=60",
-    ])
+    open_notebook(
+        page,
+        lab_server,
+        "panel.ipynb",
+        [
+            "%load_ext jupyter_hwsim",
+            "%hwsim workload=resnet50 gpu=a100 loader_workers=16 batch_size=32 steps=60",
+        ],
+    )
     run_all(page)
     panel = page.locator(".hwsim-whatif")
     expect(panel, "the what-if panel did not render").to_be_visible(timeout=30_000)
@@ -63,15 +72,18 @@ def test_the_panel_follows_its_batch_slider(browser_page, lab_server, open_noteb
     }""")
     page.keyboard.press("ArrowRight")
     expect(readout).to_have_text("64")
-    expect(throughput, "the read-out did not follow the slider").not_to_have_text(throughput.inner_text(),
-                                                                                     timeout=10_000)
+    expect(throughput, "the read-out did not follow the slider").not_to_have_text(
+        throughput.inner_text(), timeout=10_000
+    )
     first_redraw_ms = page.evaluate("() => window.__hwsim.changes[0] - window.__hwsim.pressed")
     page.keyboard.press("ArrowRight")
     expect(readout).to_have_text("128")
     expect(panel.locator(".hwsim-status")).to_contain_text("simulated", timeout=30_000)
     after = _number(throughput.inner_text())
-    print(f"\nthroughput {before:,.1f} -> {after:,.1f} samples/s; first read-out change {first_redraw_ms:.0f} ms "
-          "after the key press")
+    print(
+        f"\nthroughput {before:,.1f} -> {after:,.1f} samples/s; first read-out change {first_redraw_ms:.0f} ms "
+        "after the key press"
+    )
     assert after != before
 
     # a chart drew offline, inside the panel
@@ -93,11 +105,16 @@ def test_run_and_sweep_outputs_render(browser_page, lab_server, open_notebook, r
     from playwright.sync_api import expect
 
     page = browser_page
-    open_notebook(page, lab_server, "run.ipynb", [
-        "%load_ext jupyter_hwsim",
-        "r = %hwsim run workload=resnet50 gpu=a100 loader_workers=4 steps=60",
-        "%hwsim sweep kind=inference batch_size=1,16,256 steps=30 latency_slo_ms=100",
-    ])
+    open_notebook(
+        page,
+        lab_server,
+        "run.ipynb",
+        [
+            "%load_ext jupyter_hwsim",
+            "r = %hwsim run workload=resnet50 gpu=a100 loader_workers=4 steps=60",
+            "%hwsim sweep kind=inference batch_size=1,16,256 steps=30 latency_slo_ms=100",
+        ],
+    )
     run_all(page)
     expect(page.locator(".hwsim-report")).to_be_visible(timeout=30_000)
     expect(page.locator(".hwsim-sweep")).to_be_visible()
@@ -110,32 +127,37 @@ def test_run_and_sweep_outputs_render(browser_page, lab_server, open_notebook, r
     save_screenshot(page, "run_and_sweep", full_page=True)
 
 
-def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_screenshot, painted_pixels_js,
-                                            kernel_state):
+def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_screenshot, painted_pixels_js, kernel_state):
     """Notebook 7 (served by the same jupyter_server) renders the panel and the charts offline too."""
     import nbformat
-    from playwright.sync_api import Error as PlaywrightError, expect
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import expect
 
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
-    nb.cells = [nbformat.v4.new_code_cell(c) for c in (
-        "%load_ext jupyter_hwsim", "%hwsim workload=resnet50 gpu=a100 loader_workers=4 steps=60",
-        "%hwsim run workload=resnet50 gpu=a100 loader_workers=4 steps=60")]
+    nb.cells = [
+        nbformat.v4.new_code_cell(c)
+        for c in (
+            "%load_ext jupyter_hwsim",
+            "%hwsim workload=resnet50 gpu=a100 loader_workers=4 steps=60",
+            "%hwsim run workload=resnet50 gpu=a100 loader_workers=4 steps=60",
+        )
+    ]
     nbformat.write(nb, f"{lab_server.root_dir}/nb7.ipynb")
     page = browser_page
     page.goto(lab_server.page_url("notebooks/nb7.ipynb"))
     # Notebook 7 once opened without starting a session under the full suite's load (a page error in its
     # start-up, no kernel for 90 s): wait for the server to report the session, and reload if it never comes.
-    select = page.get_by_role("button", name="Select")       # the kernel dialog, when it asks
-    for attempt in range(3):
+    select = page.get_by_role("button", name="Select")  # the kernel dialog, when it asks
+    for _attempt in range(3):
         expect(page.locator(".jp-Notebook-ExecutionIndicator")).to_have_count(1, timeout=60_000)
         deadline = time.monotonic() + 30
         while kernel_state(lab_server, "nb7.ipynb") is None and time.monotonic() < deadline:
             if select.count():
                 try:
                     select.first.click(timeout=2_000)
-                except PlaywrightError:   # the dialog closed between the look and the click
+                except PlaywrightError:  # the dialog closed between the look and the click
                     pass
             time.sleep(0.5)
         if kernel_state(lab_server, "nb7.ipynb") is not None:
@@ -152,8 +174,13 @@ def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_scree
             prompt.click()
             run.click()
             # counted, or not counted while the kernel has been idle for 5 s: the request was lost
-            if _until_idle(kernel_state, lab_server, "nb7.ipynb", hold_s=5.0,
-                           done=lambda: re.fullmatch(r"\[\d+\]:?", prompt.inner_text().strip()) is not None):
+            if _until_idle(
+                kernel_state,
+                lab_server,
+                "nb7.ipynb",
+                hold_s=5.0,
+                done=lambda prompt=prompt: re.fullmatch(r"\[\d+\]:?", prompt.inner_text().strip()) is not None,
+            ):
                 break
             if attempt == 3:
                 raise AssertionError(f"cell {i} of nb7.ipynb did not run: its prompt shows {prompt.inner_text()!r}")
@@ -161,7 +188,7 @@ def test_the_panel_and_charts_in_notebook_7(browser_page, lab_server, save_scree
     expect(page.locator(".hwsim-report")).to_be_visible(timeout=60_000)
     expect(page.locator(".hwsim-whatif .hwsim-status")).to_contain_text("simulated", timeout=30_000)
     charts = page.locator(".jp-RenderedVegaCommon5 canvas, .jp-RenderedVegaCommon5 svg.marks")
-    expect(charts.nth(9)).to_be_attached(timeout=30_000)     # the panel's six and the report's five
+    expect(charts.nth(9)).to_be_attached(timeout=30_000)  # the panel's six and the report's five
     painted = [c.evaluate(painted_pixels_js) for c in charts.all()]
     assert sum(p > 100 for p in painted) >= 10, painted
     text = page.locator("body").inner_text()

@@ -6,6 +6,7 @@ its charts offline through JupyterLab's own Vega renderer, shows a refused value
 Needs the labextension built and installed (`npm run build:prod` in labextension/, then `pip install .` or
 `jupyter labextension develop --overwrite .`) and the jupyter_hwsim server extension enabled.
 """
+
 import re
 import time
 import urllib.error
@@ -47,7 +48,8 @@ def _settled(page, expect) -> float:
     """Wait until the panel shows the simulation of the scenario its controls show; return its throughput."""
     shown = page.locator(f'{PANEL} .jp-hwsim-throughput[data-method="simulate"][data-current="true"]')
     expect(shown, "the panel never showed the simulation of the current scenario").to_have_count(
-        1, timeout=SIM_TIMEOUT_MS)
+        1, timeout=SIM_TIMEOUT_MS
+    )
     return float(shown.get_attribute("data-value"))
 
 
@@ -81,17 +83,22 @@ def test_sidebar_what_if(browser_page, lab_server, open_notebook, run_all, save_
     try:
         catalog = lab_server.api("hwsim/api/catalog")
     except urllib.error.HTTPError as exc:
-        pytest.fail(f"GET hwsim/api/catalog answered {exc.code}: the jupyter_hwsim server extension is not enabled "
-                    "(jupyter-config/jupyter_server_config.d/jupyter_hwsim.json must be installed)", pytrace=False)
+        pytest.fail(
+            f"GET hwsim/api/catalog answered {exc.code}: the jupyter_hwsim server extension is not enabled "
+            "(jupyter-config/jupyter_server_config.d/jupyter_hwsim.json must be installed)",
+            pytrace=False,
+        )
     assert "loader_workers" in catalog["kind_fields"]["training"]
 
     # 1. no notebook, no kernel: the palette opens the panel; it computes; inserting a cell is disabled
     page.goto(lab_server.page_url("lab", reset=""), wait_until="domcontentloaded")
     expect(page.locator(".jp-LauncherCard").first).to_be_visible(timeout=60_000)
     if page.locator(f'.jp-SideBar .lm-TabBar-tab[data-id="{PANEL[1:]}"]').count() == 0:
-        pytest.fail("the jupyter-hwsim labextension is not installed: cd labextension && npm install && "
-                    "npm run build:prod, then pip install . (or jupyter labextension develop --overwrite .)",
-                    pytrace=False)
+        pytest.fail(
+            "the jupyter-hwsim labextension is not installed: cd labextension && npm install && "
+            "npm run build:prod, then pip install . (or jupyter labextension develop --overwrite .)",
+            pytrace=False,
+        )
     _open_from_palette(page)
     expect(panel).to_be_visible()
     default_throughput = _settled(page, expect)
@@ -143,8 +150,14 @@ def test_sidebar_what_if(browser_page, lab_server, open_notebook, run_all, save_
     # 7. a drag (input events only, then one change): estimates follow it, one simulation ends it, and the last
     #    value wins however the answers interleave; back at 256 samples it matches step 5 exactly
     calls = []
-    page.on("request", lambda r: calls.append(r.url.split("?")[0].rsplit("/", 1)[-1])
-            if r.method == "POST" and "/hwsim/api/" in r.url else None)
+    page.on(
+        "request",
+        lambda r: (
+            calls.append(r.url.split("?")[0].rsplit("/", 1)[-1])
+            if r.method == "POST" and "/hwsim/api/" in r.url
+            else None
+        ),
+    )
     page.evaluate(DRAG_JS, [f'{PANEL} input[data-field="batch_size"]', [7, 8, 9, 10, 11, 12, 11, 10, 9, 8], 60])
     expect(panel.locator('[data-row="batch_size"] .jp-hwsim-readout')).to_have_text("256 samples")
     dragged = _settled(page, expect)
@@ -183,7 +196,9 @@ def test_sidebar_what_if(browser_page, lab_server, open_notebook, run_all, save_
     expect(out, "the %hwsim run cell printed no result").to_have_count(1, timeout=60_000)
     notebook_throughput = _number(out.inner_text())
     assert abs(notebook_throughput - panel_throughput) <= 0.01 * panel_throughput, (
-        notebook_throughput, panel_throughput)
+        notebook_throughput,
+        panel_throughput,
+    )
     out.scroll_into_view_if_needed()
     save_screenshot(page, "sidebar_05_notebook")
 

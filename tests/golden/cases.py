@@ -3,6 +3,7 @@
 `python tests/golden/cases.py` rewrites results.json.gz from the code as it stands. Only a change meant to move
 numbers does that, in the same commit, saying why; a refactor must leave the file untouched.
 """
+
 from __future__ import annotations
 
 import gzip
@@ -28,8 +29,11 @@ def cases() -> list[dict]:
     gpus = catalog.names("gpus")
     for gpu in gpus:
         out.append(dict(kind="training", workload="resnet50", gpu=gpu, steps=60))
-        out.append(dict(kind="llm", workload="llama-2-7b", gpu=gpu, concurrency=4, steps=12, output_tokens=32,
-                        prompt_tokens=128))
+        out.append(
+            dict(
+                kind="llm", workload="llama-2-7b", gpu=gpu, concurrency=4, steps=12, output_tokens=32, prompt_tokens=128
+            )
+        )
     for w in IMAGE + TEXT:
         out.append(dict(kind="training", workload=w, steps=60))
         out.append(dict(kind="inference", workload=w, batch_size=8, steps=60))
@@ -39,28 +43,54 @@ def cases() -> list[dict]:
     for p in PRECISIONS:
         for f in FUSIONS:
             out.append(dict(kind="inference", workload="resnet50", gpu="l4", precision=p, fusion=f, steps=60))
-        out.append(dict(kind="llm", workload="llama-2-7b", gpu="a100", precision=p, concurrency=2, steps=10,
-                        output_tokens=16, batching="static"))
-    out += [dict(kind="training", loader_workers=0, cpu_cores=2, steps=40),
-            dict(kind="training", storage="hdd", loader_workers=32, steps=40),
-            dict(kind="training", storage="network-fs", host_cache_gb=200, steps=40),
-            dict(kind="training", pin_memory=False, host_link="pcie3", steps=40),
-            dict(kind="serving", concurrency=8, think_time_ms=5, steps=120),
-            dict(kind="serving", arrival_rate_rps=900, max_batch_size=32, max_queue_delay_ms=5, replicas=2,
-                 steps=150),
-            dict(kind="llm", arrival_rate_rps=2, concurrency=16, steps=32, output_tokens=64),
-            dict(kind="llm", workload="llama-2-70b", gpu="l4", steps=10)]   # out of memory
+        out.append(
+            dict(
+                kind="llm",
+                workload="llama-2-7b",
+                gpu="a100",
+                precision=p,
+                concurrency=2,
+                steps=10,
+                output_tokens=16,
+                batching="static",
+            )
+        )
+    out += [
+        dict(kind="training", loader_workers=0, cpu_cores=2, steps=40),
+        dict(kind="training", storage="hdd", loader_workers=32, steps=40),
+        dict(kind="training", storage="network-fs", host_cache_gb=200, steps=40),
+        dict(kind="training", pin_memory=False, host_link="pcie3", steps=40),
+        dict(kind="serving", concurrency=8, think_time_ms=5, steps=120),
+        dict(kind="serving", arrival_rate_rps=900, max_batch_size=32, max_queue_delay_ms=5, replicas=2, steps=150),
+        dict(kind="llm", arrival_rate_rps=2, concurrency=16, steps=32, output_tokens=64),
+        dict(kind="llm", workload="llama-2-70b", gpu="l4", steps=10),
+    ]  # out of memory
     rng = random.Random(7)
     for _ in range(30):
         kind = rng.choice(("training", "inference", "serving", "llm"))
-        d = dict(kind=kind, gpu=rng.choice(gpus), precision=rng.choice(PRECISIONS), fusion=rng.choice(FUSIONS),
-                 jitter_cv=rng.choice((0.0, 0.1, 0.3)))
+        d = dict(
+            kind=kind,
+            gpu=rng.choice(gpus),
+            precision=rng.choice(PRECISIONS),
+            fusion=rng.choice(FUSIONS),
+            jitter_cv=rng.choice((0.0, 0.1, 0.3)),
+        )
         if kind == "llm":
-            d.update(workload=rng.choice(LLMS), concurrency=rng.choice((1, 4, 16)), steps=32, output_tokens=32,
-                     prompt_tokens=rng.choice((64, 512)))
+            d.update(
+                workload=rng.choice(LLMS),
+                concurrency=rng.choice((1, 4, 16)),
+                steps=32,
+                output_tokens=32,
+                prompt_tokens=rng.choice((64, 512)),
+            )
         else:
-            d.update(workload=rng.choice(IMAGE + TEXT), batch_size=rng.choice((1, 16, 128)), steps=60,
-                     loader_workers=rng.choice((0, 2, 8)), cpu_cores=rng.choice((2, 8, 32)))
+            d.update(
+                workload=rng.choice(IMAGE + TEXT),
+                batch_size=rng.choice((1, 16, 128)),
+                steps=60,
+                loader_workers=rng.choice((0, 2, 8)),
+                cpu_cores=rng.choice((2, 8, 32)),
+            )
         out.append(d)
     return out
 
@@ -77,8 +107,13 @@ def results() -> list[dict]:
     out = []
     for i, fields in enumerate(cases()):
         s = Scenario(**fields)
-        out.append({"case": fields, "simulate": _clean(simulate(s, seed=i, suggest=i % 3 == 0).to_dict()),
-                    "estimate": _clean(estimate(s, suggest=False).to_dict())})
+        out.append(
+            {
+                "case": fields,
+                "simulate": _clean(simulate(s, seed=i, suggest=i % 3 == 0).to_dict()),
+                "estimate": _clean(estimate(s, suggest=False).to_dict()),
+            }
+        )
     return out
 
 

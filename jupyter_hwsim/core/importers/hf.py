@@ -1,0 +1,241 @@
+"""A Hugging Face config.json -> a workload in the catalogue vocabulary (read from a local file, never fetched).
+
+The workload is built by core/workloads like the built-in entries: the same operator list for the same
+architecture. Weight matrices and embedding tables are counted; biases and norm scales are not (<0.2%).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import HwsimError
+
+
+@dataclass(frozen=True)
+class _Family:
+    kind: str  # decoder | encoder | vision
+    gated: bool = False  # SwiGLU/GeGLU: gate and up projections
+    rotary: bool = False  # rotary position embeddings on q and k
+    tie: bool = False  # tie_word_embeddings when the config does not say (the config class's default)
+    learned_positions: bool = False  # a learned position embedding table
+    windowed: bool = False  # honours sliding_window
+    moe: bool = False  # num_local_experts / num_experts_per_tok
+
+
+FAMILIES = {
+    "llama": _Family("decoder", gated=True, rotary=True),
+    "mistral": _Family("decoder", gated=True, rotary=True, windowed=True),
+    "mixtral": _Family("decoder", gated=True, rotary=True, windowed=True, moe=True),
+    "qwen2": _Family("decoder", gated=True, rotary=True, windowed=True),
+    "gemma": _Family("decoder", gated=True, rotary=True, tie=True),
+    "phi": _Family("decoder", rotary=True),
+    "phi3": _Family("decoder", gated=True, rotary=True, windowed=True),
+    "gpt2": _Family("decoder", tie=True, learned_positions=True),
+    "gpt_neox": _Family("decoder", rotary=True),
+    "bert": _Family("encoder", tie=True, learned_positions=True),
+    "roberta": _Family("encoder", tie=True, learned_positions=True),
+    "vit": _Family("vision"),
+}
+_ACCEPTED = "one of " + ", ".join(sorted(FAMILIES))
+
+# config keys by role, first present wins (gpt2 spells them n_embd, n_layer, ...)
+_KEYS = {
+    "hidden": ("hidden_size", "n_embd"),
+    "layers": ("num_hidden_layers", "n_layer"),
+    "heads": ("num_attention_heads", "n_head"),
+    "ffn": ("intermediate_size", "n_inner"),
+    "vocab": ("vocab_size",),
+    "seq_len": ("max_position_embeddings", "n_positions", "n_ctx"),
+}
+
+
+def read_json(path, source=None) -> dict:
+    """A local JSON object; a missing file or bad JSON is one HwsimError line naming `workload`."""
+    spec = source or str(path)
+    p = Path(path).expanduser()
+    if p.is_dir() and (p / "config.json").is_file():
+        p = p / "config.json"
+    if not p.is_file():
+        raise HwsimError("workload", spec, "hf:<path of a local config.json>", f"no such file: {p.absolute()}")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise HwsimError(
+            "workload", spec, "a JSON file (a Hugging Face config.json)", f"{e.msg} at line {e.lineno}"
+        ) from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise HwsimError(
+            "workload", spec, "a readable JSON file (a Hugging Face config.json)", type(e).__name__
+        ) from None
+    if not isinstance(data, dict):
+        raise HwsimError("workload", spec, "a JSON object of config keys (a Hugging Face config.json)")
+    return data
+
+
+def _int(cfg: dict, key: str, lo: int = 1):
+    value = cfg[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < lo:
+        raise HwsimError(f"workload.{key}", value, f"an integer >= {lo}")
+    return int(value)
+
+
+def _field(cfg: dict, role: str, default=None):
+    """(config key, positive int) of a role; a missing required key is refused by name."""
+    for key in _KEYS[role]:
+        if cfg.get(key) is not None:
+            return key, _int(cfg, key)
+    if default is not None:
+        return None, default
+    raise HwsimError(f"workload.{_KEYS[role][0]}", None, "a positive integer in the config")
+
+
+def from_hf_config(path_or_dict, name=None, source=None) -> dict:
+    """A workload dict (catalogue vocabulary) from a Hugging Face config.json path or its dict.
+
+    Covers decoder LLMs (llama, mistral, qwen2, gemma, phi, phi3, gpt2, gpt_neox), mixtral-style mixtures of
+    experts, encoders (bert, roberta) and vit; grouped- and multi-query attention (num_key_value_heads),
+    head_dim, sliding_window and tie_word_embeddings. Anything else is refused with a HwsimError.
+    """
+    if isinstance(path_or_dict, dict):
+        cfg, spec = path_or_dict, source or "config dict"
+    elif isinstance(path_or_dict, (str, os.PathLike)):
+        path = str(path_or_dict)
+        if path.lower().startswith("hf:"):
+            path = path[3:].strip()
+        cfg, spec = read_json(path, source), source or str(path_or_dict)
+    else:
+        raise HwsimError("workload", path_or_dict, "a path of a Hugging Face config.json or its dict")
+    mt = cfg.get("model_type")
+    fam = FAMILIES.get(mt) if isinstance(mt, str) else None
+    if fam is None:
+        raise HwsimError("workload.model_type", mt, _ACCEPTED, f"in {spec}")
+    warnings: list[str] = []
+    (hk, h), (_, layers), (ak, heads) = _field(cfg, "hidden"), _field(cfg, "layers"), _field(cfg, "heads")
+    kv = _int(cfg, "num_key_value_heads") if cfg.get("num_key_value_heads") is not None else heads
+    if heads % kv:
+        raise HwsimError("workload.num_key_value_heads", kv, f"a divisor of {ak}={heads}")
+    head_dim = _int(cfg, "head_dim") if cfg.get("head_dim") is not None else None
+    if head_dim is None and h % heads:
+        raise HwsimError(f"workload.{ak}", heads, f"a divisor of {hk}={h} (or a head_dim in the config)")
+    _, ffn = _field(cfg, "ffn", default=4 * h if mt == "gpt2" else None)
+    w: dict = {"name": name or cfg.get("_name_or_path") or f"{mt} (Hugging Face config)", "hf_model_type": mt}
+    w["layers"], w["hidden"], w["heads"], w["kv_heads"], w["ffn"] = layers, h, heads, kv, ffn
+    if head_dim is not None and head_dim != h // heads:
+        w["head_dim"] = head_dim
+    sources = {"layers": f"{spec}: model_type {mt}"}
+    if fam.kind == "vision":
+        return _vision(cfg, w, sources, spec)
+    _, vocab = _field(cfg, "vocab")
+    _, seq = _field(cfg, "seq_len")
+    if mt == "roberta":
+        seq -= 2  # position ids start after the padding index
+    w.update(arch="transformer", vocab=vocab, seq_len=seq, causal=fam.kind == "decoder", rotary=fam.rotary)
+    if fam.gated:
+        w["gated_ffn"] = True
+    sources["seq_len"] = f"{spec}: the context (max_position_embeddings)"
+    if bool(cfg.get("tie_word_embeddings", fam.tie)):
+        w["tie_embeddings"] = True
+    if fam.learned_positions:
+        types = _int(cfg, "type_vocab_size", 0) if cfg.get("type_vocab_size") is not None else 0
+        w["positions"] = seq + (2 if mt == "roberta" else 0) + types
+    window = _window(cfg, layers) if fam.windowed else None
+    if window:
+        w["sliding_window"] = window
+    if fam.moe or cfg.get("num_local_experts") is not None:
+        if not fam.moe:
+            raise HwsimError("workload.num_local_experts", cfg["num_local_experts"], f"absent for model_type {mt}")
+        for key in ("num_local_experts", "num_experts_per_tok"):
+            if cfg.get(key) is None:
+                raise HwsimError(f"workload.{key}", None, "a positive integer (a mixture of experts)")
+        w["experts"], w["experts_per_token"] = _int(cfg, "num_local_experts"), _int(cfg, "num_experts_per_tok")
+        if w["experts_per_token"] > w["experts"]:
+            raise HwsimError("workload.num_experts_per_tok", w["experts_per_token"], "<= num_local_experts")
+    if cfg.get("quantization_config"):
+        warnings.append("the config's quantization_config is ignored: the scenario's precision sets the weights")
+    total = parameter_counts(w)["total"]
+    w.update(
+        default_batch_size=1 if total > 1e9 else 16 if fam.kind == "decoder" else 64,
+        input_bytes_per_sample=seq * 8,
+        preprocess_ms_per_sample=0.01,
+        dataset_gb=100,
+    )
+    sources.update(
+        default_batch_size="assumption: 1 sequence above 1B parameters, else 16 (decoders) or 64 (encoders)",
+        input_bytes_per_sample=f"derived: {seq} token ids x 8 bytes (int64)",
+        preprocess_ms_per_sample="assumption: pre-tokenized shards, collate only",
+        dataset_gb="assumption: a 100 GB corpus",
+    )
+    return _finish(w, sources, warnings, spec)
+
+
+def _window(cfg: dict, layers: int) -> int | None:
+    """The sliding window when every layer uses one; refused when layers differ (not modelled)."""
+    window = cfg.get("sliding_window")
+    if window is None or cfg.get("use_sliding_window") is False:
+        return None
+    window = _int(cfg, "sliding_window")
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and types:
+        sliding = sum(t == "sliding_attention" for t in types)
+        if 0 < sliding < len(types):
+            raise HwsimError("workload.layer_types", f"{sliding} of {len(types)} sliding", "all or no sliding layers")
+        return window if sliding else None
+    if cfg.get("use_sliding_window") and cfg.get("max_window_layers") is not None:
+        first = _int(cfg, "max_window_layers", 0)  # layers from this index on use the window
+        if 0 < first < layers:
+            raise HwsimError("workload.max_window_layers", first, f"0 or >= num_hidden_layers={layers}")
+        return window if first == 0 else None
+    return window
+
+
+def _vision(cfg: dict, w: dict, sources: dict, spec: str) -> dict:
+    if cfg.get("num_channels", 3) != 3:
+        raise HwsimError("workload.num_channels", cfg["num_channels"], "3 (RGB images)")
+    for key in ("image_size", "patch_size"):
+        if cfg.get(key) is None:
+            raise HwsimError(f"workload.{key}", None, "a positive integer in the config")
+    px, patch = _int(cfg, "image_size"), _int(cfg, "patch_size")
+    if px % patch:
+        raise HwsimError("workload.patch_size", patch, f"a divisor of image_size={px}")
+    labels = cfg.get("id2label")
+    if isinstance(labels, dict) and labels:
+        classes = len(labels)
+    elif cfg.get("num_labels") is not None:
+        classes = _int(cfg, "num_labels")
+    else:
+        classes = 1000
+        sources["num_classes"] = "assumption: a 1000-class head (the config has no id2label)"
+    w.update(arch="vit", patch=patch, image_px=px, num_classes=classes)
+    w.update(default_batch_size=256, input_bytes_per_sample=108000, preprocess_ms_per_sample=2.75, dataset_gb=138)
+    sources.update(
+        input_bytes_per_sample="derived: ILSVRC2012 train set 138 GB / 1,281,167 images",
+        preprocess_ms_per_sample="derived: ref:B4-08 1.32 ms per 300x300 JPEG x (500x375)/(300x300)",
+        default_batch_size="assumption: as the built-in vit-b16",
+        dataset_gb="assumption: ImageNet (ILSVRC2012) as the built-in vit-b16",
+    )
+    return _finish(w, sources, [], spec)
+
+
+def _finish(w: dict, sources: dict, warnings: list, spec: str) -> dict:
+    counts = parameter_counts(w)
+    w["params_total"], w["params_active"] = counts["total"], counts["active"]
+    sources["params_total"] = "derived: weight matrices and embedding tables of the operator list (no biases)"
+    w["sources"], w["warnings"] = sources, warnings
+    return w
+
+
+def parameter_counts(workload) -> dict:
+    """{"total": parameters held, "active": parameters one token uses} (they differ for a mixture of experts)."""
+    from ..workloads import operators, resolve
+
+    w = resolve(workload)
+    ops = operators(w, 1)
+    total = float(sum(op.params for op in ops))
+    idle = 0.0
+    if w.get("experts"):
+        share = 1.0 - w["experts_per_token"] / w["experts"]
+        idle = sum(op.params * share for op in ops if op.name.endswith((".ffn.up", ".ffn.down", ".ffn.gate")))
+    return {"total": total, "active": total - idle}

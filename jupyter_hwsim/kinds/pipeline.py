@@ -19,6 +19,11 @@ _STAGES = {
 }
 
 
+def _sentence_case(text: str) -> str:
+    """The first letter up, the rest as written ("the GPU step" -> "The GPU step", where capitalize() says "gpu")."""
+    return text[:1].upper() + text[1:]
+
+
 def _close_behind(b: str, m, d, state: dict | None) -> str:
     """A sentence when another overlapping stage is within CLOSE_BEHIND of the bottleneck's capacity: by the
     bottleneck law, relieving the bottleneck alone gains at most that stage's spare capacity. The capacities
@@ -35,7 +40,7 @@ def _close_behind(b: str, m, d, state: dict | None) -> str:
         return ""
     if spare < 0.01:
         return (
-            f" {_STAGES[nxt][0].capitalize()} is as saturated: relieving the {_STAGES[here][1]} alone "
+            f" {_sentence_case(_STAGES[nxt][0])} is as saturated: relieving the {_STAGES[here][1]} alone "
             "gains next to nothing."
         )
     return (

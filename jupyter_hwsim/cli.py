@@ -13,7 +13,7 @@ from .core.errors import HwsimError
 from .core.scenario import Scenario
 from .scenario_text import fields_help, parse_pairs, split_args
 
-SECTIONS = {"gpus": "gpus", "storage": "storage", "workloads": "workloads", "links": "links"}
+SECTIONS = {"gpus": "gpus", "storage": "storage", "workloads": "workloads", "links": "links", "engines": "engines"}
 
 
 def _write_csv(path: str, rows: list[dict]) -> None:
@@ -44,6 +44,12 @@ _COLUMNS = {
         ("concurrency", "concurrency", "{}"),
     ],
     "links": [("GB/s", "bandwidth_gbs", "{:g}"), ("pageable x", "pageable_factor", "{:g}")],
+    "engines": [
+        ("fusion", "fusion", "{}"),
+        ("issue us/kernel", "issue_us", "{:g}"),
+        ("graphs", "graphs", "{}"),
+        ("trains", "trains", "{}"),
+    ],  # fmt: skip
     "workloads": [
         ("arch", "arch", "{}"),
         ("default batch", "default_batch_size", "{}"),

@@ -46,6 +46,7 @@ SOURCED = {
     "storage": ["bandwidth_gbs", "latency_ms", "concurrency"],
     "links": ["bandwidth_gbs", "pageable_factor"],
     "workloads": ["input_bytes_per_sample", "preprocess_ms_per_sample", "dataset_gb"],
+    "engines": ["issue_us", "fuses", "graphs", "trains"],
 }
 
 

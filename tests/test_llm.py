@@ -26,7 +26,7 @@ def test_single_stream_decode_is_bandwidth_over_bytes_per_token(workload, gpu, p
     """tokens/s = effective bandwidth / bytes read per token (weights + KV cache); the only other term is
     the device's gap between kernels, a few percent for hundreds of kernels per token."""
     r = fn(
-        Scenario(workload=workload, gpu=gpu, precision=precision, fusion="tensorrt", jitter_cv=0.0, **ONE),
+        Scenario(workload=workload, gpu=gpu, precision=precision, engine="vllm", jitter_cv=0.0, **ONE),
         suggest=False,
     )
     dev = costs.resolve(Scenario(gpu=gpu)).device

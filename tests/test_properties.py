@@ -19,7 +19,7 @@ scenarios = st.builds(
     cpu_cores=st.integers(1, 32),
     storage=st.sampled_from(["hdd", "sata-ssd", "nvme-gen4", "network-fs", "ramdisk"]),
     pin_memory=st.booleans(),
-    fusion=st.sampled_from(["eager", "compiled", "tensorrt"]),
+    engine=st.sampled_from(["pytorch-eager", "torch-compile", "cuda-graphs"]),  # engines that train and run anywhere
     jitter_cv=st.sampled_from([0.0, 0.1, 0.5]),
     steps=st.integers(150, 300),
 )
@@ -107,7 +107,7 @@ llm_scenarios = st.builds(
     output_tokens_cv=st.sampled_from([0.0, 0.7]),
     batching=st.sampled_from(["static", "continuous"]),
     arrival_rate_rps=st.sampled_from([None, 2.0, 50.0]),
-    fusion=st.sampled_from(["eager", "tensorrt"]),
+    engine=st.sampled_from(["pytorch-eager", "vllm"]),
     jitter_cv=st.sampled_from([0.0, 0.2]),
     steps=st.integers(10, 60),
 )

@@ -14,7 +14,7 @@ _FILES = {
     "links": "links.toml",
     "workloads": "workloads.toml",
     "precisions": "precisions.toml",
-    "fusion": "fusion.toml",
+    "engines": "engines.toml",
 }
 _FIELD = {
     "gpus": "gpu",
@@ -22,7 +22,7 @@ _FIELD = {
     "links": "host_link",
     "workloads": "workload",
     "precisions": "precision",
-    "fusion": "fusion",
+    "engines": "engine",
 }
 
 
@@ -91,3 +91,7 @@ def workloads() -> dict:
 
 def precisions() -> dict:
     return dict(_load("precisions"))
+
+
+def engines() -> dict:
+    return dict(_load("engines"))

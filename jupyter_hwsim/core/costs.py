@@ -59,7 +59,7 @@ class Machine:
     device: dict
     storage: dict
     link: dict
-    fusion: dict
+    engine: dict  # the runtime profile (data/engines.toml)
     batch: int
     seq: int
     precision: str  # what the hardware runs
@@ -116,7 +116,7 @@ def resolve(s: Scenario) -> Machine:
         device=dev,
         storage=sto,
         link=link,
-        fusion=catalog.get("fusion", s.fusion),
+        engine=catalog.get("engines", s.engine),
         batch=batch,
         seq=seq,
         precision=prec,
@@ -218,7 +218,8 @@ def step_cost(m: Machine, batch: int | None = None, seq: int | None = None) -> S
             s.traits.generates,
             s.precision,
             m.precision,
-            s.fusion,
+            s.engine,
+            tuple(m.workload.get("file_stamp") or ()),  # an imported file edited since: cost it again
             batch,
             seq,
             s.cpu_speed,
@@ -240,7 +241,7 @@ def _build_step_cost(m: Machine) -> StepCost:
     measured = m.workload["arch"] == "measured"  # a recorded step already holds its backward and optimizer
     r = rates(m)
     wb, ab = weight_bytes(m.s), activation_bytes(m.s.precision, m.s.traits.generates)
-    fused = set(m.fusion["fuses"])
+    fused = set(m.engine["fuses"])
     c = StepCost()
     passes = [("fwd", 1.0, 1)] + ([("bwd", 2.0, 2)] if training and not measured else [])
     for op in workloads.operators(m.workload, m.seq):
@@ -284,7 +285,7 @@ def _build_step_cost(m: Machine) -> StepCost:
         c.kernels += kernels
         c.launch_dev_s += kernels * r.launch_s
     # a device that runs on the host's cores issues nothing: its per-operator cost is its launch overhead
-    c.issue_s = 0.0 if host_threads(m) else c.kernels * m.fusion["issue_us"] * 1e-6 / m.s.cpu_speed
+    c.issue_s = 0.0 if host_threads(m) else c.kernels * m.engine["issue_us"] * 1e-6 / m.s.cpu_speed
     return c
 
 
@@ -334,7 +335,7 @@ def memory(m: Machine) -> dict:
     p, wb, ab = parameters(m), weight_bytes(m.s), activation_bytes(m.s.precision, m.s.traits.generates)
     ops = workloads.operators(m.workload, m.seq)
     training = m.s.traits.trains
-    fused = set(m.fusion["fuses"])
+    fused = set(m.engine["fuses"])
     if training:  # saved for backward; in-place elementwise ops (ReLU(inplace=True), add_) save nothing more
         act = sum(op.act_out for op in ops if op.cls not in fused and op.cls != "elementwise") * m.batch * ab
     else:

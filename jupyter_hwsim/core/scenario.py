@@ -12,7 +12,7 @@ from .errors import HwsimError, did_you_mean
 
 BATCHING = ("static", "continuous")
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
-FUSIONS = ("eager", "compiled", "tensorrt")
+FUSIONS = ("eager", "compiled", "tensorrt")  # the older knob: an alias of the engine each names (engines.toml)
 IMPORTED = ("hf:", "onnx:")  # workload="hf:config.json" or "onnx:model.onnx": read by core/importers
 
 
@@ -37,7 +37,7 @@ class KindTraits:
 
 
 # what a what-if panel shows: the fields of every kind, then those of each kind (KindTraits.panel_fields)
-COMMON_FIELDS = ("kind", "workload", "gpu", "precision", "fusion")
+COMMON_FIELDS = ("kind", "workload", "gpu", "precision", "engine")
 _LOADER = ("loader_workers", "cpu_cores", "storage", "storage_bandwidth_gbs", "host_link", "pin_memory")
 _SERVING = ("arrival_rate_rps", "max_batch_size", "max_queue_delay_ms", "latency_slo_ms", "replicas",
             "loader_workers", "cpu_cores", "host_link", "pin_memory")  # fmt: skip
@@ -143,9 +143,14 @@ FIELDS = {
         Field("host_link", str, "", "host-to-device link from the catalogue (default: the GPU's)"),
         Field("host_link_gbs", float, "GB/s", "host-to-device copy bandwidth (pinned)", None, 0.0, 10000, True),
         Field("pin_memory", bool, "", "pinned host buffers: asynchronous copies at link speed", True),
+        Field("engine", str, "", "the runtime that executes the model (python -m jupyter_hwsim catalog engines)"),
         Field(
-            "fusion", str, "", "eager kernels, compiled (fused, CUDA graphs) or TensorRT-like", "eager", choices=FUSIONS
-        ),
+            "fusion",
+            str,
+            "",
+            "alias of engine: eager (pytorch-eager), compiled (torch-compile) or tensorrt",
+            choices=FUSIONS,
+        ),  # fmt: skip
         Field("dataset_gb", float, "GB", "dataset size on storage", None, 0.0, 1e7, True),
         Field("host_cache_gb", float, "GB", "host page cache available to the dataset", 0.0, 0.0, 1e6),
         Field(
@@ -240,7 +245,8 @@ FIELDS = {
     ]
 }
 
-_CATALOGUE_FIELDS = {"workload": "workloads", "gpu": "gpus", "storage": "storage", "host_link": "links"}
+_CATALOGUE_FIELDS = {"workload": "workloads", "gpu": "gpus", "storage": "storage", "host_link": "links",
+                     "engine": "engines"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -264,7 +270,8 @@ class Scenario:
     host_link: Any = None
     host_link_gbs: float | None = None
     pin_memory: bool = True
-    fusion: str = "eager"
+    engine: str | None = None
+    fusion: str | None = None
     dataset_gb: float | None = None
     host_cache_gb: float = 0.0
     preprocess_ms_per_sample: float | None = None
@@ -305,8 +312,28 @@ class Scenario:
                 from .workloads import check_custom
 
                 check_custom(section, value)
+        self._resolve_engine()
         if self.traits.generates:
             self._check_language_model()
+
+    def _resolve_engine(self):
+        """engine and its alias fusion agree: either one names the other; neither means PyTorch eager."""
+        if self.engine is None:
+            object.__setattr__(self, "engine", catalog.get("engines", self.fusion or "eager")["id"])
+        e = catalog.get("engines", self.engine)
+        if self.fusion is not None and self.fusion != e["fusion"]:
+            raise HwsimError("fusion", self.fusion, f"{e['fusion']} for engine={self.engine}, or leave fusion out")
+        object.__setattr__(self, "fusion", e["fusion"])
+        if self.traits.trains and not e["trains"]:
+            trainers = [k for k, v in catalog.engines().items() if v["trains"]]
+            raise HwsimError("engine", self.engine, f"an engine that trains for kind=training: {', '.join(trainers)}")
+        if "platforms" in e:
+            device = catalog.get("gpus", self.gpu) if isinstance(self.gpu, str) else self.gpu
+            maker = str(device.get("name", "")).split(" ")[0]
+            if maker not in e["platforms"]:
+                raise HwsimError("engine", self.engine, f"a device by {' or '.join(e['platforms'])} (gpu={self.gpu})")
+        if "kinds" in e and self.kind not in e["kinds"]:
+            raise HwsimError("engine", self.engine, f"kind={' or '.join(e['kinds'])} ({e['name']} runs no {self.kind})")
 
     @property
     def traits(self) -> KindTraits:
@@ -357,4 +384,9 @@ class Scenario:
 
     def replace(self, **changes) -> Scenario:
         """A new scenario with some fields changed (validated like any other)."""
-        return Scenario.from_dict({**self.to_dict(), **changes})
+        base = self.to_dict()
+        if "fusion" in changes and "engine" not in changes:
+            base.pop("engine")  # fusion names an engine: the new fusion picks it
+        elif "engine" in changes and "fusion" not in changes:
+            base.pop("fusion")
+        return Scenario.from_dict({**base, **changes})

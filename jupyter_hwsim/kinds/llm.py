@@ -51,7 +51,7 @@ class DecodeCost:
     _lin: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        fused = set(self.m.fusion["fuses"])
+        fused = set(self.m.engine["fuses"])
         flash = "softmax" in fused  # fused attention: scores never written to HBM
         heads = self.m.workload["heads"]
         for op in self.per_ctx:
@@ -89,7 +89,7 @@ class DecodeCost:
 
     def _shapes(self, b: int) -> dict:
         """name -> (roofline of one occurrence, occurrences, operator) of each distinct per-token operator."""
-        fused = set(self.m.fusion["fuses"])
+        fused = set(self.m.engine["fuses"])
         out = {}
         for name, op, n in workloads.decode_groups(self.m.workload):
             f, nb, t_c, t_m = costs.roofline(op, b, self.r, self.wb, self.ab, op.cls in fused)
@@ -162,7 +162,7 @@ def decode_cost(m) -> DecodeCost:
         costs.weight_bytes(s),
         costs.activation_bytes(s.precision, generates=True),
         costs.value_bytes(kv_precision(s)),
-        m.fusion["issue_us"] * 1e-6 / s.cpu_speed,
+        m.engine["issue_us"] * 1e-6 / s.cpu_speed,
         workloads.decode_operators(m.workload)[1],
     )
 

@@ -42,6 +42,8 @@ def load(spec: str) -> dict:
         return _CACHE[key]
     w = from_hf_config(p, source=spec) if prefix.lower() == "hf" else from_onnx(p, source=spec)
     w["id"] = spec
+    if key is not None:
+        w["file_stamp"] = [key[2], key[3]]  # modification time (ns) and size of the file read
     if len(_CACHE) > 64:
         _CACHE.clear()
     _CACHE[key] = w

@@ -1,0 +1,546 @@
+"""Published rows -> scenarios, by lookup tables (not per-row code).
+
+Every row of `data/reference/published.csv` (and the older validation rows of `measurements.csv`) is mapped
+through the tables below, each a list of (regular expression, value, note) searched in order, first match wins:
+
+  hardware string -> catalogue device     model string -> workload      precision string -> precision fields
+  engine string   -> engine id and fusion input string -> lengths / sizes   category + metric -> what to compare
+  settings string -> loader fields (workers, synthetic data)             source id -> source family
+
+A row is expressible when every table has an entry for it; otherwise `case(row)` names the first table that
+refuses it and why. A mapping records what the publication states, with each assumption in the row's notes;
+none is chosen to make a row fit.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import re
+from importlib import resources
+from pathlib import Path
+
+from ..core.scenario import KIND_TRAITS
+
+MODELS_DIR = Path(__file__).resolve().parents[1] / "data" / "models"
+
+
+def _hf(name: str) -> str:
+    return f"hf:{MODELS_DIR / (name + '.json')}"
+
+
+# --------------------------------------------------------------------------------------------------------------
+# source id -> source family: one publisher's document family counts as one source when leaving sources out
+FAMILIES = [
+    (r"^nvidia-dle-", "nvidia-dle"),  # five DeepLearningExamples READMEs, one publisher
+    (r"^trtllm-", "trtllm-docs"),  # TensorRT-LLM performance docs, three versions
+    (r"^llamacpp-pr", "llamacpp-prs"),  # comments on llama.cpp pull requests
+    (r"^exllama", "exllama-readmes"),  # ExLlama v1 and v2 READMEs, one author
+    (r"^vllm-blog-", "vllm-blog"),  # vLLM project blog posts
+]
+
+
+def family(source_id: str) -> str:
+    for pattern, fam in FAMILIES:
+        if re.search(pattern, source_id):
+            return fam
+    return source_id
+
+
+# --------------------------------------------------------------------------------------------------------------
+# hardware string -> (device id, note); device None: not expressible, the note says why.
+# Host cores of the DGX machines (a 1-GPU run has the whole host): DGX-1 2x 20-core Xeon E5-2698 v4, DGX-2
+# 2x 24-core Xeon Platinum 8168, DGX A100 2x 64-core EPYC 7742, DGX H100 2x 56-core Xeon 8480C.
+HOST_CORES = [(r"DGX-1", 40), (r"DGX-2", 48), (r"DGX A100", 128), (r"DGX H100", 112)]
+
+HARDWARE = [
+    (r"^\d+x |^8x", None, "multi-GPU run (data parallelism across GPUs is not modelled)"),
+    (r"^V100-SXM2-16GB", "v100-sxm2-16gb", ""),
+    (r"^V100-SXM2-32GB", "v100-sxm2-32gb", ""),
+    (
+        r"^V100-SXM3-32GB",
+        "v100-sxm2-32gb",
+        "V100 SXM3 (DGX-2) as the V100 SXM2 32GB entry: same GV100, memory and peaks",
+    ),
+    (r"^V100-SXM2$", "v100-sxm2-16gb", "V100 memory variant not stated: 16GB assumed"),
+    (r"^T4$", "t4", ""),
+    (r"^A100-SXM4-40GB", "a100-sxm-40gb", ""),
+    (r"^(1x )?A100-SXM4-80GB|^1x A100-80GB", "a100-sxm-80gb", ""),
+    (r"^A100-PCIe-40GB", "a100-pcie-40gb", ""),
+    (r"^A100-PCIe-80GB", "a100-pcie-80gb", ""),
+    (r"^A100 \(variant not stated", "a100-sxm-80gb", "A100 variant not stated: the more common SXM 80GB part"),
+    (
+        r"^A100-80GB \(8xA100 node",
+        "a100-sxm-80gb",
+        "8-GPU hybrid-cube-mesh node = SXM; the 330 W power cap is not modelled",
+    ),
+    (r"^A100-80GB \(1x; form factor", "a100-sxm-80gb", "A100 80GB form factor not stated: SXM assumed"),
+    (r"^A100 \(1x; README System setup: p4", "a100-sxm-40gb", "p4d.24xlarge carries A100 SXM4 40GB parts"),
+    (r"^A100 80GB$|^A100$", "a100-sxm-80gb", "A100 variant not stated: the more common SXM 80GB part"),
+    (r"^A10 ", "a10", ""),
+    (r"^L4 ", "l4", ""),
+    (r"^L40S", "l40s", ""),
+    (r"^H100 SXM|^H100-SXM", "h100-sxm", ""),
+    (r"^H100 PCIe", "h100-pcie", ""),
+    (r"^H100 \(single GPU; variant not stated", "h100-sxm", "H100 variant not stated: the more common SXM part"),
+    (r"^H200", "h200", ""),
+    (r"^B200", "b200", ""),
+    (r"^RTX 4090", "rtx-4090", ""),
+    (r"^RTX 3090 Ti", "rtx-3090-ti", ""),
+    (r"^RTX 3090", "rtx-3090", ""),
+    (r"^RTX 6000 Ada", "rtx-6000-ada", ""),
+    (r"^RTX A6000", "rtx-a6000", ""),
+    (r"^Quadro RTX 8000", "quadro-rtx-8000", ""),
+    (r"^(Apple )?M2 Ultra", "m2-ultra", ""),
+    (r"^M3 Max", "m3-max", ""),
+    (r"^Intel Xeon E5-2698 v4", "ideal", "loader measured alone: an accelerator that is never the bottleneck"),
+    (r"^MI250X \(one GCD\)", None, "one GCD of an MI250X (the catalogue entry is the 2-GCD package)"),
+]
+
+# a device that never binds: data-loading rows measure the input pipeline alone
+IDEAL_DEVICE = {
+    "name": "ideal accelerator (never the bottleneck)",
+    "memory_gb": 1e6,
+    "memory_bandwidth_gbs": 1e9,
+    "peak_tflops": {"fp32": 1e9, "fp16": 1e9, "bf16": 1e9},
+    "parallel_units": 100000,
+    "compute_efficiency": 1.0,
+    "memory_efficiency": 1.0,
+    "launch_overhead_us": 0.0,
+    "tile": 128,
+    "workspace_gb": 0.0,
+    "host_link": "host-memory",
+}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# model string -> (workload, note); workload None: not expressible
+def _gptj() -> dict:
+    """GPT-J-6B from its config.json. The importer does not read model_type gptj; its layers have the GPT-NeoX
+    operator list (rotary attention without grouped heads, a 4x non-gated MLP, untied output head), so the
+    config's own values are spelled in the catalogue vocabulary."""
+    cfg = json.loads((MODELS_DIR / "gpt-j-6b.json").read_text())
+    h = cfg["n_embd"]
+    return {
+        "name": "GPT-J-6B",
+        "arch": "transformer",
+        "layers": cfg["n_layer"],
+        "hidden": h,
+        "heads": cfg["n_head"],
+        "kv_heads": cfg["n_head"],
+        "ffn": cfg["n_inner"] or 4 * h,
+        "vocab": cfg["vocab_size"],
+        "seq_len": cfg["n_positions"],
+        "causal": True,
+        "rotary": True,
+        "default_batch_size": 1,
+        "input_bytes_per_sample": cfg["n_positions"] * 8,
+        "preprocess_ms_per_sample": 0.01,
+        "dataset_gb": 100,
+    }
+
+
+MODELS = [
+    (r"^ResNet-50", "resnet50", ""),
+    (r"^ResNet-18", "resnet18", ""),
+    (r"^BERT-large", "bert-large", ""),
+    (r"^ImageNet-2012 val JPEG loading", "resnet50", "the ResNet-50 input pipeline (ImageNet JPEGs)"),
+    (r"^SSD300", None, "SSD300 detector: not in the catalogue, no importer for it"),
+    (r"^GNMT", None, "GNMT (LSTM encoder-decoder): not in the catalogue, no importer for it"),
+    (r"^RetinaNet", None, "RetinaNet detector: not in the catalogue, no importer for it"),
+    (r"^RNN-T", None, "RNN-T speech model: not in the catalogue, no importer for it"),
+    (r"^Llama-2-7B|^Llama2-7B|^CodeLlama-7B|^llama 7B$", "llama-2-7b", ""),
+    (r"^Llama-2-13B", "llama-2-13b", ""),
+    (r"^Llama-2-70B|^Llama2-70B", "llama-2-70b", ""),
+    (r"^LLaMA-1 7B|^Llama-1-7B|^Llama-7B$", _hf("llama-1-7b"), ""),
+    (r"^Llama-1-13B|^Llama-13B$|^LLaMA 13B", _hf("llama-1-13b"), ""),
+    (r"^Llama-1-33B|^Llama-33B", _hf("llama-1-33b"), ""),
+    (r"^Llama-3\.1-8B", _hf("llama-3.1-8b"), ""),
+    (r"^Llama-3\.3-70B", _hf("llama-3.3-70b"), ""),
+    (r"^Llama-3\.1-70B", _hf("llama-3.3-70b"), "Llama-3.1-70B has the Llama-3.3-70B config"),
+    (r"^Llama-3\.2-3B", _hf("llama-3.2-3b"), ""),
+    (r"^Llama 3B \(llama-bench", None, "checkpoint not stated (llama-bench 'llama 3B')"),
+    (r"^TinyLlama", _hf("tinyllama-1.1b"), ""),
+    (r"^OpenL[Ll]a[Mm][Aa]-3B", _hf("open-llama-3b"), ""),
+    (r"^CodeLlama-34B", _hf("codellama-34b"), ""),
+    (r"^Qwen2\.5-Coder-3B", _hf("qwen2.5-coder-3b"), ""),
+    (r"^Mixtral-8x7B", _hf("mixtral-8x7b"), ""),
+    (r"^Mistral-7B", "mistral-7b", ""),
+    (r"^GPT-J-6B", "gptj", "GPT-J config.json spelled in catalogue terms (the importer does not read gptj)"),
+    (r"^gpt-oss", None, "gpt-oss (MXFP4 mixture of experts, alternating window layers): not importable"),
+    (r"^NVIDIA-Nemotron", None, "Nemotron-H (hybrid Mamba-Transformer mixture of experts): not importable"),
+]
+_BUILT = {"gptj": _gptj}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# precision string (lower case) -> (fields, note); fields None: not expressible
+PRECISIONS = [
+    (r"^n/a \(uint8", {}, ""),
+    (r"^bf16 weights; kv cache fp8", {"precision": "bf16", "kv_precision": "fp8"}, ""),
+    (r"^bf16", {"precision": "bf16"}, ""),
+    (r"^tf32", {"precision": "tf32"}, ""),
+    (r"^fp32", {"precision": "fp32"}, ""),
+    (r"^(amp|mixed|ampere)", {"precision": "fp16"}, "AMP / mixed precision: fp16 tensor cores"),
+    (r"^(fp16|f16|mostly f16)", {"precision": "fp16"}, ""),
+    (r"^fp8 presumed", None, "precision presumed by the collector, not stated by the source"),
+    (r"^fp8", {"precision": "fp8"}, ""),
+    (r"^int8 \(weight-only\)", {"precision": "int8", "weight_group_size": 0}, "int8 weight-only, per channel"),
+    (r"^int4 \(weight-only, group 32\)", {"precision": "int4", "weight_group_size": 32}, ""),
+    (r"^int4 gptq \(groupsize 128", {"precision": "int4", "weight_group_size": 128}, ""),
+    (r"^int4 gptq \(thebloke", {"precision": "int4", "weight_group_size": 128}, "TheBloke GPTQ: group 128 assumed"),
+    (r"^(mostly )?q4_0|^q4f16_1", {"precision": "int4", "weight_group_size": 32}, "one fp16 scale per 32 weights"),
+    (r"^(mostly )?q8_0", {"precision": "int8", "weight_group_size": 32}, "one fp16 scale per 32 weights"),
+    (r"^(mostly )?q4_1", {"precision": "int4", "weight_group_size": 16}, "scale and minimum per 32 = 5 bits/weight"),
+    (
+        r"q4_k",
+        {"precision": "int4", "weight_group_size": 32},
+        "Q4_K at 4.5 bits/weight; the Q6_K tensors of the _M mix not counted",
+    ),
+    (r"q[56]_k", None, "a 5-6 bit k-quant: no such precision"),
+    (r"^exl2 4\.0 bpw", {"precision": "int4", "weight_group_size": 0}, "EXL2 4.0 bits/weight on average"),
+    (r"^exl2 5\.0 bpw", {"precision": "int4", "weight_group_size": 16}, "EXL2 5.0 bits/weight = 4 bits + 16/16"),
+    (r"^exl2 [23]\.\d bpw", None, "fewer than 4 bits per weight: no such precision"),
+    (r"nvfp4|fp4", None, "4-bit floating point (NVFP4): no such precision"),
+    (r"mxfp4", None, "MXFP4 expert weights: no such precision"),
+    (r"^quantized per nvidia submission", None, "precision not stated in the result log"),
+]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# engine string (lower case) -> (engine id, fusion). The engine id is kept in each case: when the scenario gains
+# an `engine` field, it is set from here in one place (ENGINE_FIELD).
+ENGINES = [
+    (r"^dali \(mixed/gpu", ("dali-gpu", "eager")),
+    (r"^dali", ("dali-cpu", "eager")),
+    (r"pytorch-dataloader", ("pytorch-dataloader", "eager")),
+    (r"tensorrt-llm", ("tensorrt-llm", "tensorrt")),
+    (r"^tensorrt", ("tensorrt", "tensorrt")),
+    (r"^vllm", ("vllm", "tensorrt")),
+    (r"^sglang", ("sglang", "tensorrt")),
+    (r"gpt-fast", ("gpt-fast", "compiled")),
+    (r"mlc", ("mlc-llm", "compiled")),
+    (r"tensorflow\+xla", ("tensorflow+xla", "compiled")),
+    (r"^tensorflow", ("tensorflow", "eager")),
+    (r"^mxnet", ("mxnet", "eager")),
+    (r"llama\.cpp", ("llama.cpp", "eager")),
+    (r"^exllamav2", ("exllamav2", "eager")),
+    (r"^exllama", ("exllama", "eager")),
+    (r"ffcv", ("pytorch-eager+ffcv", "eager")),
+    (r"^pytorch|torchvision", ("pytorch-eager", "eager")),
+]
+ENGINE_FIELD = None  # "engine" once Scenario has it: each case then carries engine=<catalogue id> instead of fusion
+# engine id -> the runtime of the engine catalogue (engines.toml) it is; None: none yet, fusion stands in
+ENGINE_CATALOGUE = {
+    "pytorch-eager": "pytorch-eager",
+    "pytorch-eager+ffcv": "pytorch-eager",
+    "pytorch-dataloader": "pytorch-eager",
+    "dali-cpu": "pytorch-eager",
+    "gpt-fast": "cuda-graphs",  # torch.compile(mode="reduce-overhead")
+    "tensorflow+xla": "xla",
+    "tensorrt": "tensorrt",
+    "tensorrt-llm": "tensorrt-llm",
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "llama.cpp": "llama-cpp",
+    "tensorflow": None,
+    "mxnet": None,
+    "mlc-llm": None,
+    "exllama": None,
+    "exllamav2": None,
+}
+NOT_EXPRESSIBLE_ENGINES = {"dali-gpu": "JPEG decoding on the GPU (DALI mixed decoder) is not modelled"}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# input string -> (fields, note) or (None, reason). Groups of the match fill the fields (see _INPUT_FIELDS).
+def _lengths(prompt, output, **extra):
+    return {"prompt_tokens": prompt, "output_tokens": output, **extra}
+
+
+INPUTS = [
+    (r"^224", lambda m: {}, ""),
+    (r"^seq(\d+)", lambda m: {"seq_len": int(m[1])}, ""),
+    (r"^prompt(\d+)\+gen(\d+)$", lambda m: _lengths(int(m[1]), int(m[2])), ""),
+    (r"^prompt(\d+)$", lambda m: _lengths(int(m[1]), 1), "first token: one output token"),
+    (r"^pp(\d+)\+tg(\d+)", lambda m: _lengths(int(m[1]), int(m[2])), ""),
+    (r"^pp(\d+)", lambda m: _lengths(int(m[1]), 1), ""),
+    (r"^tg(\d+) at full context \(last (\d+) of (\d+)\)", lambda m: _lengths(int(m[3]) - int(m[2]), int(m[2])), ""),
+    (r"^tg(\d+)", lambda m: _lengths(1, int(m[1])), "llama-bench tg: generation from an empty context"),
+    (
+        r"^prompt \"What is the meaning of life\?\"\+gen(\d+)",
+        lambda m: _lengths(8, int(m[1])),
+        "an 8-token prompt (chat template not counted)",
+    ),  # fmt: skip
+    (r"^decode (\d+) tok", lambda m: _lengths(8, int(m[1])), "an 8-token prompt (chat template not counted)"),
+    (
+        r"^short prompt \+ generation",
+        lambda m: _lengths(32, 128),
+        "lengths not stated: 32 prompt, 128 generated assumed",
+    ),
+    (r"^eval", lambda m: _lengths(1, 128), "eval speed taken as llama-bench tg128 (empty context, 128 tokens)"),
+    (r"^n/a$", lambda m: _lengths(128, 128), "lengths not stated: 128 prompt and 128 output tokens assumed"),
+    (
+        r"^~(\d+)k prompt \+ ~(\d+)k output \(.(\d+)%\)",
+        lambda m: _lengths(int(m[1]) * 1000, int(m[2]) * 1000, output_tokens_cv=round(int(m[3]) / 100 / 3**0.5, 4)),
+        "lengths uniform within the stated spread (output cv = spread / sqrt 3)",
+    ),  # fmt: skip
+    (r"^ShareGPT", None, "request lengths of the ShareGPT sample not stated"),
+    (r"^CNN-DM", None, "request lengths of the CNN-DailyMail sample not stated"),
+    (r"^progressive|^160-192px", None, "progressive 160-192 px resolution: the workload's image size is fixed"),
+    (r"^ImageNet val JPEGs", lambda m: {}, ""),
+    (r"^(300|800x800|audio|WMT16)", lambda m: {}, ""),
+]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# (category, metric) -> (measure, fields) or (None, reason). A measure names the Result figure compared:
+#   throughput      Result.throughput (samples/s, or output tokens/s for llm)
+#   latency_mean    Result.latency_ms["mean"] of a batch-1 inference step (estimate: one step time)
+#   latency_p90     the same step time against a published 90th percentile
+#   step_ms         ms per training step = 1000 x batch / throughput
+#   per_stream      Result.tokens_per_s_per_stream (1 / time per output token)
+#   ttft_b1         details["prefill_ms"]: one prompt's prefill, the first token of a lone request
+#   prefill_tps     prompt_tokens / details["prefill_ms"] (the Result has no prefill figure yet)
+#   pg_tps          (prompt + output) / (prefill_ms + output x decode_step_ms): llama-bench's pg test
+#   itl_median      Result.latency_ms["p50"] of simulate(): the median gap between output tokens
+#   time_per_batch  seconds per batch = batch / throughput
+METRICS = [
+    (("training", "throughput"), "throughput", {}),
+    (("inference", "throughput"), "throughput", {}),
+    (("latency_b1", "latency_avg"), "latency_mean", {}),
+    (("latency_b1", "latency_p90"), "latency_p90", {}),
+    (("training", "step_ms"), "step_ms", {}),
+    (("llm_decode", "decode"), "per_stream", {"concurrency": 1}),
+    (("llm_decode", "throughput_out"), "throughput", {"batching": "static"}),
+    (("llm_decode", "aggregate"), "throughput", {}),
+    (("llm_ttft", "ttft"), "ttft_b1", {"concurrency": 1}),
+    (("llm_prefill", "prefill"), "prefill_tps", {"concurrency": 1}),
+    (("llm_prefill", "prefill+decode"), "pg_tps", {"concurrency": 1}),
+    (("serving", "throughput_out_total"), "throughput", {}),
+    (("serving", "itl_median"), "itl_median", {}),
+    (("dataloading", "time_per_batch_mean"), "time_per_batch", {}),
+]
+METRIC_REASONS = [
+    (("serving", "ttft_median"), "closed-loop client TTFT excludes the queue wait that the offline run counts"),
+    (("serving", "throughput_scheduled"), "MLPerf Server: the highest rate meeting a p99 bound (a search)"),
+    (("training", "time_to_train"), "time to train includes evaluation and schedule: not a throughput"),
+]
+SIMULATED = {"itl_median"}  # measures read from simulate(); the others from estimate()
+
+# kind of scenario per category
+KINDS = {
+    "training": "training",
+    "inference": "inference",
+    "latency_b1": "inference",
+    "dataloading": "inference",
+    "llm_decode": "llm",
+    "llm_ttft": "llm",
+    "llm_prefill": "llm",
+    "serving": "llm",
+}
+LLM_DEFAULTS = {"output_tokens_cv": 0.0, "steps": 10, "concurrency": 1}  # fixed lengths as the benchmarks use
+
+# settings string -> loader fields. The first three: the loader as stated; a run without a stated loader gets
+# as many workers as its host has cores (the loader is then not what binds, as in those benchmark harnesses).
+SETTINGS = [
+    (r"synthetic data", lambda m: {"preprocess_ms_per_sample": 0.0}, "synthetic data: no decoding"),
+    (r"dali-gpu", lambda m: {"preprocess_ms_per_sample": 0.0}, "DALI decodes on the GPU: that GPU time not modelled"),
+    (r"workers (\d+)", lambda m: {"loader_workers": int(m[1])}, ""),
+    (r"C=(\d+) CPUs, W=(\d+)", lambda m: {"cpu_cores": int(m[1]), "loader_workers": int(m[2])}, ""),
+    (r"per-GPU batch|run_squad|run_pretraining", lambda m: {}, ""),
+]
+SERVING_SETTINGS = [
+    # trtllm-bench: all requests queued at once; the runtime batch is what memory allows
+    (r"all (\d+) requests queued at once", lambda m: {"concurrency": "fit", "requests": int(m[1])}),
+    (r"kv_cache_free_gpu_mem_fraction (0\.\d+)", lambda m: {"kv_memory_fraction": float(m[1])}),
+    (r"(\d+) requests at concurrency (\d+)", lambda m: {"concurrency": int(m[2]), "steps": int(m[1])}),
+]
+
+# older rows of measurements.csv used as validation rows: id -> column overrides (source id, category, metric,
+# what each field means in published.csv terms); "duplicate" rows repeat a published row and are dropped.
+LEGACY_SOURCE = {
+    r"^B1-1[2-5]$": {"source_id": "llamacpp-pr4766", "category": "llm_decode", "metric": "decode"},
+    r"^B1-(1[6-9]|2[0-8])$": {
+        "source_id": "gpu-benchmarks-on-llm-inference",
+        "category": "llm_decode",
+        "metric": "decode",
+    },
+    r"^B1-47$": {"source_id": "mystic-vllm-guide", "category": "llm_decode", "metric": "decode"},
+    r"^B1-4[89]$": {"source_id": "mystic-vllm-guide", "category": "llm_decode", "metric": "aggregate"},
+    r"^B2-(0[3-47]|1[03])$": {"source_id": "nvidia-dle-rn50-pyt", "category": "training", "metric": "throughput"},
+    r"^B2-1[12]$": {"source_id": "pytorch-experiments-skb", "category": "training", "metric": "step_ms"},
+}
+LEGACY_DUPLICATES = {
+    "B1-29": "V-mlc-llm-perf-bench-07",
+    "B1-30": "V-mlc-llm-perf-bench-10",
+    "B1-31": "V-mlc-llm-perf-bench-01",
+    "B1-32": "V-mlc-llm-perf-bench-04",
+    "B2-01": "V-nvidia-dle-rn50-pyt-01",
+    "B2-02": "V-nvidia-dle-rn50-pyt-02",
+    "B2-05": "V-nvidia-dle-rn50-pyt-03",
+    "B2-06": "V-nvidia-dle-rn50-pyt-04",
+    "B2-08": "V-nvidia-dle-rn50-pyt-05",
+    "B2-09": "V-nvidia-dle-rn50-pyt-06",
+    "B2-14": "V-ffcv-imagenet-readme-06",
+}
+
+
+# --------------------------------------------------------------------------------------------------------------
+def _reference_text(name: str) -> str:
+    return resources.files("jupyter_hwsim").joinpath("data", "reference", name).read_text(encoding="utf-8")
+
+
+@functools.cache
+def published_rows() -> tuple[dict, ...]:
+    """Every row of published.csv, then the older validation rows of measurements.csv in the same columns."""
+    rows = [dict(r) for r in csv.DictReader(io.StringIO(_reference_text("published.csv")))]
+    for r in csv.DictReader(io.StringIO(_reference_text("measurements.csv"))):
+        cid = r["case_id"]
+        over = next((v for p, v in LEGACY_SOURCE.items() if re.search(p, cid)), None)
+        if over is None or cid in LEGACY_DUPLICATES:
+            continue  # B4/B5/C rows derived model parameters: never validation rows
+        url = re.search(r"https?://\S+", r["source"])
+        gh = re.match(r"github:(\S+) (\S+?)(?:@(\w+))?(\s|$)", r["source"])
+        if url:
+            link = url[0].rstrip(")")
+        elif gh:
+            link = f"https://github.com/{gh[1]}/blob/{gh[3] or 'HEAD'}/{gh[2]}"
+        else:
+            link = ""
+        rows.append(
+            {
+                "case_id": cid,
+                "model": r["model"],
+                "hardware": r["hardware"],
+                "precision": r["precision"],
+                "batch": r["batch"],
+                "input": r["seq_or_input"],
+                "engine": r["framework"],
+                "software_version": "",
+                "settings": "",
+                "value": r["value"],
+                "unit": r["unit"],
+                "source_url": link,
+                "source_detail": r["source"],
+                **over,
+            }
+        )
+    return tuple(rows)
+
+
+def _first(table, text: str):
+    for entry in table:
+        m = re.search(entry[0], text, re.IGNORECASE)
+        if m:
+            return m, entry
+    return None, None
+
+
+def case(row: dict) -> dict:
+    """The scenario a published row maps to: {"fields", "measure", "engine", "notes"}, or {"reason"} when the row
+    cannot be expressed. `fields` may hold concurrency="fit" with "requests" (resolved when run)."""
+    notes: list[str] = []
+    cat, metric = row["category"], row["metric"]
+    measure, extra = next(((m, f) for (c, pre), m, f in METRICS if c == cat and metric.startswith(pre)), (None, {}))
+    fields: dict = {"kind": KINDS[cat]}
+    generates = KIND_TRAITS[fields["kind"]].generates  # a language model: lengths, concurrency, no loader
+    if generates:
+        fields.update(LLM_DEFAULTS)
+    fields.update(extra)
+
+    _, hw = _first(HARDWARE, row["hardware"])
+    if hw is None:
+        return {"reason": f"device not in the catalogue ({row['hardware']})"}
+    if hw[1] is None:
+        return {"reason": hw[2]}
+    fields["gpu"] = IDEAL_DEVICE if hw[1] == "ideal" else hw[1]
+    notes.append(hw[2])
+    cores = next((n for p, n in HOST_CORES if re.search(p, row["hardware"])), None)
+
+    _, mod = _first(MODELS, row["model"])
+    if mod is None:
+        return {"reason": f"model not in the catalogue and no config for it ({row['model']})"}
+    if mod[1] is None:
+        return {"reason": mod[2]}
+    fields["workload"] = _BUILT[mod[1]]() if mod[1] in _BUILT else mod[1]
+    notes.append(mod[2])
+
+    _, prec = _first(PRECISIONS, row["precision"].lower())
+    if prec is None:
+        return {"reason": f"precision not mapped ({row['precision']})"}
+    if prec[1] is None:
+        return {"reason": prec[2]}
+    fields.update(prec[1])
+    notes.append(prec[2])
+
+    _, eng = _first(ENGINES, row["engine"].lower())
+    if eng is None:
+        return {"reason": f"engine not mapped ({row['engine']})"}
+    engine, fusion = eng[1]
+    if engine in NOT_EXPRESSIBLE_ENGINES:
+        return {"reason": NOT_EXPRESSIBLE_ENGINES[engine]}
+    fields["fusion"] = fusion
+    if ENGINE_FIELD and ENGINE_CATALOGUE.get(engine):
+        del fields["fusion"]
+        fields[ENGINE_FIELD] = ENGINE_CATALOGUE[engine]
+
+    m, inp = _first(INPUTS, row["input"])
+    if inp is None:
+        return {"reason": f"input not mapped ({row['input']})"}
+    if inp[1] is None:
+        return {"reason": inp[2]}
+    fields.update(inp[1](m))
+    notes.append(inp[2])
+    if measure is None:
+        reason = next((r for (c, pre), r in METRIC_REASONS if c == cat and metric.startswith(pre)), None)
+        return {"reason": reason or f"metric not modelled ({cat}: {metric})"}
+
+    batch = row["batch"].strip()
+    if not generates:
+        if not batch.isdigit():
+            return {"reason": f"batch size not stated ({batch or 'empty'})"}
+        fields["batch_size"] = int(batch)
+        for pattern, fn, note in SETTINGS:
+            m = re.search(pattern, row["settings"])
+            if m:
+                fields.update(fn(m))
+                notes.append(note)
+        if "loader_workers" not in fields and "preprocess_ms_per_sample" not in fields:
+            fields["loader_workers"] = fields["cpu_cores"] = cores or 16
+            notes.append("loader not stated: one worker per host core")
+        elif cores and "cpu_cores" not in fields:
+            fields["cpu_cores"] = max(cores, fields.get("loader_workers", 0))
+        elif "cpu_cores" not in fields:
+            fields["cpu_cores"] = max(16, fields.get("loader_workers", 0))
+    else:
+        if fields.get("batching") == "static":
+            if not batch.isdigit():
+                return {"reason": f"batch size not stated ({batch or 'empty'})"}
+            fields["concurrency"] = int(batch)
+            fields["steps"] = max(10, int(batch))
+        elif cat == "serving" or measure == "throughput":
+            fields["concurrency"] = int(batch) if batch.isdigit() else fields["concurrency"]
+            for pattern, fn in SERVING_SETTINGS:
+                m = re.search(pattern, row["settings"])
+                if m:
+                    fields.update(fn(m))
+    if "requests" in fields:
+        fields["steps"] = max(10, min(fields["requests"], 100_000))
+        notes.append("runtime batch: the sequences whose KV cache fits in the stated share of free memory")
+    return {"fields": fields, "measure": measure, "engine": engine, "notes": [n for n in notes if n]}
+
+
+def workload_family(fields: dict) -> str:
+    """cnn | transformer-encoder | llm | other, for the error bands."""
+    w = fields.get("workload")
+    name = w.get("name", "") if isinstance(w, dict) else str(w)
+    if KIND_TRAITS[fields["kind"]].generates:
+        return "llm"
+    if re.search(r"resnet|ssd|retinanet", name, re.I):
+        return "cnn"
+    if re.search(r"bert|vit", name, re.I):
+        return "transformer-encoder"
+    return "other"

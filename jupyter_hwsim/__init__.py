@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import importlib.metadata
 import importlib.util
 import sys
 
@@ -101,4 +102,7 @@ def __getattr__(name):
     raise AttributeError(f"module 'jupyter_hwsim' has no attribute {name!r}")
 
 
-__version__ = "0.1.0"
+try:  # the version lives in one place, labextension/package.json, and reaches here through the installed metadata
+    __version__ = importlib.metadata.version("jupyter-hwsim")
+except importlib.metadata.PackageNotFoundError:  # a source tree that was never installed
+    __version__ = "0+unknown"

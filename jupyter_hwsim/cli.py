@@ -13,7 +13,8 @@ from .core.errors import HwsimError
 from .core.scenario import Scenario
 from .scenario_text import fields_help, parse_pairs, split_args
 
-SECTIONS = {"gpus": "gpus", "storage": "storage", "workloads": "workloads", "links": "links", "engines": "engines"}
+SECTIONS = {"gpus": "gpus", "storage": "storage", "workloads": "workloads", "links": "links", "engines": "engines",
+            "cpus": "cpus", "decoders": "decoders"}  # fmt: skip
 
 
 def _write_csv(path: str, rows: list[dict]) -> None:
@@ -50,6 +51,18 @@ _COLUMNS = {
         ("graphs", "graphs", "{}"),
         ("trains", "trains", "{}"),
     ],  # fmt: skip
+    "cpus": [
+        ("cores", "physical_cores", "{}"),
+        ("threads", "threads", "{}"),
+        ("GHz", "sustained_ghz", "{:g}"),
+        ("mem GB/s", "memory_bandwidth_gbs", "{:g}"),
+        ("core speed", "core_speed", "{:g}"),
+    ],
+    "decoders": [
+        ("device", "device", "{}"),
+        ("decode Mpx/s", "decode_mpix_per_s", "{:g}"),
+        ("augment ms", "augment_ms_per_sample", "{:g}"),
+    ],
     "workloads": [
         ("arch", "arch", "{}"),
         ("default batch", "default_batch_size", "{}"),
@@ -87,14 +100,24 @@ def _sources_text(entries: dict) -> str:
     return "\n".join(lines)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors are one line on stderr (exit 2), like every other bad input."""
+
+    def error(self, message: str):
+        self.exit(2, f"error: {self.prog}: {' '.join(message.split())}\n")
+
+
 def main(argv=None) -> int:
     fields = "scenario fields (key=value):\n" + fields_help().split("\n", 1)[1]
     raw = argparse.RawDescriptionHelpFormatter
-    ap = argparse.ArgumentParser(
+    ap = _Parser(
         prog="python -m jupyter_hwsim",
         description="Simulate an ML pipeline (storage, CPU loaders, host link, GPU) and name its bottleneck.",
         epilog="`python -m jupyter_hwsim COMMAND --help` for one command; `help` lists every scenario field.",
     )
+    from . import __version__
+
+    ap.add_argument("--version", action="version", version=f"jupyter-hwsim {__version__}")
     sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     about = {
         "run": "simulate one scenario (discrete-event, seeded) and print its report",

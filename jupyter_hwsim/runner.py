@@ -39,6 +39,7 @@ def _run(scenario, method: str, seed: int, suggest: bool, budget_s: float) -> Re
     if not mem["oom"]:
         state, sim, timeline = kind.state(m, d, method, seed, budget_s)
     r = _result(kind, m, d, mem, method, state, timeline)
+    r.warnings += _overload(kind, m, mem)
     r.sim = {
         "events": 0,
         "simulated_s": 0.0,
@@ -49,10 +50,9 @@ def _run(scenario, method: str, seed: int, suggest: bool, budget_s: float) -> Re
     if suggest:
         short = s.traits.suggest_steps
 
-        def rerun(c):
-            return _run(
-                c.replace(steps=min(c.steps, short)) if method == "simulate" else c, method, seed, False, budget_s
-            )
+        def rerun(c):  # the re-runs share what is left of the budget (at least a tenth of it each)
+            left = max(0.1 * budget_s, budget_s - (time.perf_counter() - t0))
+            return _run(c.replace(steps=min(c.steps, short)) if method == "simulate" else c, method, seed, False, left)
 
         base = rerun(s) if (method == "simulate" and not mem["oom"] and s.steps > short) else r
         # what to improve is judged on the full run; speed-ups compare like with like (short runs, same seed)
@@ -62,6 +62,30 @@ def _run(scenario, method: str, seed: int, suggest: bool, budget_s: float) -> Re
         )
     r.sim["wall_ms"] = (time.perf_counter() - t0) * 1e3
     return r
+
+
+def _overload(kind, m, mem) -> list[str]:
+    """A warning when open-loop arrivals offer clearly more (by 10%, beyond the closed form's error) than the
+    closed-form capacity of a language model: the queue grows without bound, so latency grows with the run and a
+    simulation measures a transient, not a steady state. (Serving would warn the same way, but that changes the
+    golden results of an overloaded case.)"""
+    offered = kind.offered(m.s)
+    if offered is None or mem["oom"] or not m.s.traits.generates:
+        return []
+    full = costs.resolve(m.s.replace(arrival_rate_rps=None))  # capacity: every slot busy (offline)
+    d_full, mem_full = kind.prepare(full)
+    if mem_full["oom"]:
+        return []
+    capacity = float(kind.state(full, d_full, "estimate", 0, 20.0)[0]["throughput"])
+    if offered <= 1.1 * capacity:
+        return []
+    unit = m.s.traits.unit
+    return [
+        f"overloaded: arrival_rate_rps={m.s.arrival_rate_rps or offered:g} offers {offered:,.0f} {unit} but the "
+        f"server sustains about {capacity:,.0f} {unit} (closed-form estimate): the queue grows without bound, "
+        "latencies grow with the run's length and a simulation measures only its start; lower the rate or add "
+        "capacity"
+    ]
 
 
 def _result(kind, m, d, mem, method: str, state: dict | None, timeline=()) -> Result:
@@ -80,7 +104,7 @@ def _result(kind, m, d, mem, method: str, state: dict | None, timeline=()) -> Re
     util["gpu_mfu"] = flops_s / (m.device["peak_tflops"][m.precision] * 1e12)
     util["hbm_bw"] = bytes_s / (m.device["memory_bandwidth_gbs"] * 1e9)
     util = {k: float(min(1.0, max(0.0, v))) for k, v in util.items()}
-    warnings = list(m.warnings)
+    warnings = list(m.warnings) + m.s.field_warnings()
     err = precision.matmul_error(m.s.precision, m.s.weight_group_size)
     if err > precision.WARN_ABOVE:
         warnings.append(

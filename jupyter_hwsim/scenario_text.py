@@ -15,6 +15,8 @@ def parse_value(text: str):
     low = text.strip().lower()
     if low in ("true", "false"):
         return low == "true"
+    if not text.isascii():  # int("٣") is 3 and int("²") fails: only ASCII digits are numbers here
+        return text
     for conv in (int, float):
         try:
             return conv(text)
@@ -43,9 +45,20 @@ def load_file(path: str) -> dict:
             data = json.loads(p.read_text())
         else:
             data = tomllib.loads(p.read_text())
+    except RecursionError:
+        raise HwsimError("scenario file", path, "at most a few levels of nested tables and lists") from None
+    except OSError as e:
+        raise HwsimError("scenario file", path, f"a file that can be read ({e.strerror})") from None
     except (ValueError, tomllib.TOMLDecodeError) as e:
         raise HwsimError("scenario file", path, f"valid {p.suffix[1:].upper()} ({e})") from None
-    return data.get("scenario", data) if isinstance(data, dict) else data
+    return as_table(data.get("scenario", data) if isinstance(data, dict) else data, "scenario file", path)
+
+
+def as_table(data, what: str, where: str) -> dict:
+    """The scenario a file or a cell holds: a table of field = value (or a [scenario] table), else one error."""
+    if not isinstance(data, dict):
+        raise HwsimError(what, where, f"a table of scenario fields (field = value), not a {type(data).__name__}")
+    return data
 
 
 def split_args(args: list[str]) -> tuple[dict, list[str]]:

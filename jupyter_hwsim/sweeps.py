@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import os
 import statistics
 import sys
@@ -24,6 +25,7 @@ from .core.result import UTIL_KEYS, Sweep
 from .core.scenario import Scenario
 from .runner import as_scenario, estimate, simulate
 
+MAX_RUNS = 100_000  # simulations of one sweep (points x seeds)
 INLINE_BELOW = 16  # fewer simulations than this run in this process: a pool's start-up would cost more
 _T975 = {
     1: 12.706,
@@ -198,13 +200,19 @@ def run_sweep(
     workers: int | None = None,
     progress: bool | None = None,
 ) -> SweepTable:
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise HwsimError("seeds", seeds, "a positive integer (seeds per point)")
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= 1000:
+        raise HwsimError("seeds", seeds, "an integer >= 1 and <= 1000 (seeds per point)")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**63:
+        raise HwsimError("seed", seed, "a non-negative integer")
     if method not in ("simulate", "estimate"):
         raise HwsimError("method", method, "simulate or estimate")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 1024):
+        raise HwsimError("workers", workers, "None (every core) or an integer >= 1 and <= 1024 (local processes)")
     for k, v in axes.items():
         if not isinstance(v, (list, tuple)) or not v:
             raise HwsimError(k, v, "a non-empty list of values to sweep")
+    if math.prod(len(v) for v in axes.values()) * seeds > MAX_RUNS:
+        raise HwsimError("sweep", {k: len(v) for k, v in axes.items()}, f"at most {MAX_RUNS:,} runs (points x seeds)")
     keys = list(axes)
     combos = list(itertools.product(*(axes[k] for k in keys)))
     points = [dict(zip(keys, c)) for c in combos]

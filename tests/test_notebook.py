@@ -254,6 +254,7 @@ def test_charts_encode_what_they_say_and_compile_with_vega_lite_5():
         json.dumps(c.to_dict(), allow_nan=False)
 
 
+@pytest.mark.slow
 def test_a_run_survives_nbconvert_as_a_handout(tmp_path):
     import nbclient
     import nbformat

@@ -43,6 +43,7 @@ def _tracked_files():
     return [f for f in out.decode().split("\0") if f]
 
 
+@pytest.mark.slow
 def test_tests_pass_from_a_copy_with_nothing_beside_it(tmp_path):
     """The reference-data tests, from a copy of the tracked files whose sibling `shared/` holds a decoy of the
     old reference table: code reading the sibling folder would find it, and the audit hook reports it."""

@@ -110,6 +110,7 @@ def test_keyboard_interrupt_stops_the_pool_cleanly(monkeypatch):
     assert not ({p.pid for p in me.children(recursive=True)} - before), "worker processes left behind"
 
 
+@pytest.mark.slow
 def test_cli_seeds_workers_csv_and_dask(tmp_path, dask_cluster):
     path = tmp_path / "s.csv"
     p = subprocess.run(

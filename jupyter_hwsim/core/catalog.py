@@ -15,6 +15,8 @@ _FILES = {
     "workloads": "workloads.toml",
     "precisions": "precisions.toml",
     "engines": "engines.toml",
+    "cpus": "cpus.toml",
+    "decoders": "decoders.toml",
 }
 _FIELD = {
     "gpus": "gpu",
@@ -23,6 +25,8 @@ _FIELD = {
     "workloads": "workload",
     "precisions": "precision",
     "engines": "engine",
+    "cpus": "cpu",
+    "decoders": "decoder",
 }
 
 
@@ -95,3 +99,11 @@ def precisions() -> dict:
 
 def engines() -> dict:
     return dict(_load("engines"))
+
+
+def cpus() -> dict:
+    return dict(_load("cpus"))
+
+
+def decoders() -> dict:
+    return dict(_load("decoders"))

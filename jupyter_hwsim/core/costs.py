@@ -7,6 +7,7 @@ same machine; they differ only in how they combine them (events vs. closed form)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -116,7 +117,7 @@ def resolve(s: Scenario) -> Machine:
         device=dev,
         storage=sto,
         link=link,
-        engine=catalog.get("engines", s.engine),
+        engine=_entry("engines", s.engine),
         batch=batch,
         seq=seq,
         precision=prec,
@@ -126,9 +127,7 @@ def resolve(s: Scenario) -> Machine:
         storage_concurrency=s.storage_concurrency or int(sto["concurrency"]),
         link_gbs=s.host_link_gbs or link["bandwidth_gbs"],
         dataset_gb=s.dataset_gb or float(w.get("dataset_gb", 1.0)),
-        preprocess_ms=(
-            w["preprocess_ms_per_sample"] if s.preprocess_ms_per_sample is None else s.preprocess_ms_per_sample
-        ),
+        preprocess_ms=preprocess_ms(s, w),
         input_bytes=s.input_bytes_per_sample or float(w["input_bytes_per_sample"]),
         device_bytes=workloads.device_bytes_per_sample(w, seq),
     )
@@ -156,14 +155,54 @@ def activation_bytes(precision: str, generates: bool = False) -> float:
     return value_bytes(precision)
 
 
+# The output tiles a GEMM library picks among, as multiples of the device's reference tile (the tile at which
+# its matmuls reach compute_efficiency): CUTLASS and cuBLAS kernels come in these shapes, largest first.
+TILE_SHAPES = ((2, 1), (1, 2), (1, 1), (1, 0.5), (0.5, 1), (0.5, 0.5), (0.5, 0.25), (0.25, 0.25), (0.125, 1),
+               (0.125, 0.5))  # fmt: skip
+# a matmul with fewer output rows than a tensor-core instruction's (m16) runs as a GEMV on the vector units
+GEMV_ROWS = 16
+# split-K: the reduction dimension cut into slices that run as separate CTAs and are summed after (cuBLAS and
+# CUTLASS use it to fill the chip when M x N is small); a slice keeps at least MIN_K_SLICE of K, below which
+# the partial sums' traffic outweighs the gain (assumption, in the range CUTLASS's split-K examples use)
+SPLITS = (1, 2, 4, 8, 16)
+MIN_K_SLICE = 256
+
+
 def sm_occupancy(op, batch: int, units: int, tile: int) -> float:
-    if op.groups > 1:
-        tiles = op.groups * batch * math.ceil(op.rows / tile) * math.ceil(op.cols / tile)
-    elif op.cls == MATMUL:
-        tiles = math.ceil(op.rows * batch / tile) * math.ceil(op.cols / tile)
-    else:
+    """The fraction of the device's best matmul rate an operator of this shape reaches (vector operators: the
+    share of the chip its elements fill).
+
+    A matmul's M x N output is cut into tiles, one per CTA; the best of the library's tile shapes and split-K
+    factors is taken, each scored by its waves' fill of the `units` SMs (wave quantization), the padding of
+    its edge tiles, and its operand reuse against the reference tile (a tm x tn tile loads (tm + tn) operands
+    per tm x tn multiply-adds, so a smaller tile waits on its operands)."""
+    if op.cls != MATMUL:
         tiles = math.ceil(op.act_out * batch / (tile * tile))
-    return min(1.0, max(1, tiles) / units)
+        return min(1.0, max(1, tiles) / units)
+    groups = op.groups * batch if op.groups > 1 else 1
+    rows = op.rows if op.groups > 1 else op.rows * batch
+    k = op.flops / max(2.0 * op.groups * op.rows * op.cols, 1.0)  # the reduction length: per sample, per group
+    return _gemm_fill(groups, round(rows), round(op.cols), round(k), units, tile)
+
+
+@functools.lru_cache(maxsize=65536)
+def _gemm_fill(groups: int, m: int, n: int, k: int, units: int, tile: int) -> float:
+    best = 0.0
+    ref_reuse = tile / 2.0
+    for fm, fn in TILE_SHAPES:
+        tm, tn = max(1, int(tile * fm)), max(1, int(tile * fn))
+        reuse = min(1.0, (tm * tn / (tm + tn)) / ref_reuse)
+        if reuse <= best:
+            continue
+        bm, bn = math.ceil(max(m, 1) / tm), math.ceil(max(n, 1) / tn)
+        padding = max(m, 1) * max(n, 1) / (bm * tm * bn * tn)
+        for split in SPLITS:
+            if split > 1 and k / split < MIN_K_SLICE:
+                break
+            ctas = groups * bm * bn * split
+            waves = math.ceil(ctas / units)
+            best = max(best, reuse * padding * ctas / (waves * units))
+    return best
 
 
 @dataclass(frozen=True)
@@ -198,6 +237,8 @@ def roofline(
     flops = op.flops * b * scale
     act = 0.0 if fused else (op.act_in + op.act_out) * b * ab * scale
     nbytes = act + op.params * wb * scale
+    if op.cls == MATMUL and op.groups == 1 and op.rows * b < GEMV_ROWS:
+        return flops, nbytes, flops / r.vector, nbytes / r.bw
     occ = sm_occupancy(op, b, r.units, r.tile) if occupancy else 1.0
     return flops, nbytes, flops / ((r.matmul if op.cls == MATMUL else r.vector) * occ), nbytes / r.bw
 
@@ -210,7 +251,7 @@ def step_cost(m: Machine, batch: int | None = None, seq: int | None = None) -> S
     when training); cached per configuration."""
     batch, seq = batch or m.batch, seq or m.seq
     s, key = m.s, None
-    if all(isinstance(v, str) for v in (s.workload, s.gpu)):
+    if all(isinstance(v, str) for v in (s.workload, s.gpu, s.engine)):
         key = (
             s.workload,
             s.gpu,
@@ -247,7 +288,9 @@ def _build_step_cost(m: Machine) -> StepCost:
     for op in workloads.operators(m.workload, m.seq):
         is_fused = op.cls in fused
         for tag, scale, n_mm in passes:
-            flops, nbytes, t_c, t_m = roofline(op, b, r, wb, ab, is_fused, scale)
+            flops, nbytes, t_c, t_m = roofline(
+                op, b, r, wb, ab, is_fused, scale, occupancy=not measured
+            )  # a recorded step has no shapes
             if training and op.cls == "batchnorm" and not is_fused:
                 extra = op.act_in * b * ab * scale  # batch statistics: one more pass over the input
                 nbytes += extra
@@ -285,8 +328,24 @@ def _build_step_cost(m: Machine) -> StepCost:
         c.kernels += kernels
         c.launch_dev_s += kernels * r.launch_s
     # a device that runs on the host's cores issues nothing: its per-operator cost is its launch overhead
-    c.issue_s = 0.0 if host_threads(m) else c.kernels * m.engine["issue_us"] * 1e-6 / m.s.cpu_speed
+    c.issue_s = 0.0 if host_threads(m) else host_issue_s(m, c.kernels, 0 if measured else len(c.ops), training)
     return c
+
+
+def host_issue_s(m: Machine, kernels: int, calls: int, training: bool = False) -> float:
+    """The host's time to issue one step: a dispatch per kernel, plus, in a framework that runs Python per
+    operator, each operator call's own work (module call, autocast's casts for 16-bit math, autograd's backward
+    bookkeeping when training), on this host's cores."""
+    e = m.engine
+    # language models are cast to 16 bits whole (model.half()); other 16-bit models run under autocast
+    cast_us = e["autocast_us"] if m.s.precision in AUTOCAST and not m.s.traits.generates else 0.0
+    per_call = e["call_us"] + cast_us
+    if training:
+        per_call += e["backward_us"] + cast_us
+    return (kernels * e["issue_us"] + calls * per_call + e["step_us"]) * 1e-6 / m.s.cpu_speed
+
+
+AUTOCAST = ("fp16", "bf16")  # 16-bit math in an eager framework runs under autocast (the AMP recipe)
 
 
 def host_threads(m: Machine) -> int:
@@ -368,6 +427,35 @@ class Demands:
     cache_hit: float
 
 
+def preprocess_ms(s: Scenario, w: dict) -> float:
+    """CPU ms of one sample on the reference core: the scenario's preprocess_ms_per_sample, else its decoder's
+    decode of the workload's mean image (the host's share of it) plus augmentation, else the workload's own
+    figure (data/decoders.toml)."""
+    if s.preprocess_ms_per_sample is not None:
+        return s.preprocess_ms_per_sample
+    if s.decoder is None:
+        return w["preprocess_ms_per_sample"]
+    d = catalog.get("decoders", s.decoder)
+    decode = float(w["image_mpix"]) * 1e3 / d["decode_mpix_per_s"]
+    return decode * d["host_decode_share"] + d["augment_ms_per_sample"]
+
+
+def gpu_decode_s(m: Machine) -> float:
+    """Device seconds per batch that a GPU decoder (dali-gpu: nvJPEG) adds to the step; 0 for the others."""
+    if m.s.decoder is None:
+        return 0.0
+    d = catalog.get("decoders", m.s.decoder)
+    hw = isinstance(m.s.gpu, str) and m.s.gpu.startswith(tuple(d["hw_decoder_gpus"]))
+    rate = d["hw_decode_mpix_per_s"] if hw else d["gpu_decode_mpix_per_s"]
+    return m.batch * float(m.workload["image_mpix"]) / rate if rate else 0.0
+
+
+def _with_gpu_decode(step: StepCost, m: Machine) -> StepCost:
+    """The step with a GPU decoder's device time (counted as compute: nvJPEG's kernels) in front of it."""
+    t = gpu_decode_s(m)
+    return dataclasses.replace(step, compute_s=step.compute_s + t) if t else step
+
+
 def demands(m: Machine) -> Demands:
     s = m.s
     hit = min(1.0, s.host_cache_gb / m.dataset_gb) if m.dataset_gb > 0 else 1.0
@@ -392,6 +480,6 @@ def demands(m: Machine) -> Demands:
         else 0.0,
         receive_s=float(m.workload.get("receive_ms_per_batch", 0.0)) / 1e3 / s.cpu_speed if s.loader_workers else 0.0,
         copy_s=m.batch * m.device_bytes / (m.link_gbs * 1e9 * factor),
-        step=step_cost(m),
+        step=_with_gpu_decode(step_cost(m), m),
         cache_hit=hit,
     )

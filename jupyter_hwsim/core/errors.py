@@ -10,10 +10,15 @@ class HwsimError(ValueError):
 
     def __init__(self, field: str, value, accepted: str, hint: str = ""):
         self.field, self.value, self.accepted, self.hint = field, value, accepted, hint
-        msg = f"{field}={value!r} is not accepted: {accepted}"
+        msg = f"{field}={show(value)} is not accepted: {accepted}"
         if hint:
             msg += f" ({hint})"
-        super().__init__(msg)
+        # args rebuild the error (SimPy re-raises a failed process's error as type(e)(*e.args))
+        super().__init__(field, value, accepted, hint)
+        self.message = msg
+
+    def __str__(self) -> str:
+        return self.message
 
     def __reduce__(self):  # survives pickling across worker processes
         return (type(self), (self.field, self.value, self.accepted, self.hint))
@@ -21,11 +26,23 @@ class HwsimError(ValueError):
     def to_dict(self) -> dict:
         return {
             "field": self.field,
-            "value": repr(self.value),
+            "value": show(self.value),
             "accepted": self.accepted,
             "hint": self.hint,
             "message": str(self),
         }
+
+
+def show(value, limit: int = 80) -> str:
+    """repr(value) cut to one short line; an integer too long to print is named by its size."""
+    try:
+        text = repr(value)
+    except ValueError:  # an int beyond sys.get_int_max_str_digits()
+        text = f"<an integer of {value.bit_length()} bits>" if isinstance(value, int) else f"<a {type(value).__name__}>"
+    except RecursionError:
+        text = f"<a {type(value).__name__} nested too deeply to print>"
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def did_you_mean(name: str, choices) -> str:

@@ -34,6 +34,8 @@ class Result:
     ttft_ms: dict | None = None  # llm: time to first token
     tokens_per_s_per_stream: float | None = None
     max_concurrency: int | None = None  # llm: most sequences whose KV cache fits
+    prefill_tokens_per_s: float | None = None  # llm: one request's prompt tokens over its prefill time
+    arrivals: str | None = None  # llm: the arrival semantics the numbers mean (closed-loop, poisson, offline)
 
     KIND_KEYS = (
         "goodput",
@@ -42,6 +44,8 @@ class Result:
         "ttft_ms",
         "tokens_per_s_per_stream",
         "max_concurrency",
+        "prefill_tokens_per_s",
+        "arrivals",
     )
 
     def to_dict(self, timeline: bool = False) -> dict[str, Any]:

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Any
 
 from . import catalog
-from .errors import HwsimError, did_you_mean
+from .errors import HwsimError, did_you_mean, show
 
 BATCHING = ("static", "continuous")
+MODES = ("closed-loop", "offline")  # llm arrivals without a rate (DESIGN 2.3)
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
 FUSIONS = ("eager", "compiled", "tensorrt")  # the older knob: an alias of the engine each names (engines.toml)
 IMPORTED = ("hf:", "onnx:")  # workload="hf:config.json" or "onnx:model.onnx": read by core/importers
@@ -41,7 +43,7 @@ COMMON_FIELDS = ("kind", "workload", "gpu", "precision", "engine")
 _LOADER = ("loader_workers", "cpu_cores", "storage", "storage_bandwidth_gbs", "host_link", "pin_memory")
 _SERVING = ("arrival_rate_rps", "max_batch_size", "max_queue_delay_ms", "latency_slo_ms", "replicas",
             "loader_workers", "cpu_cores", "host_link", "pin_memory")  # fmt: skip
-_LLM = ("prompt_tokens", "output_tokens", "concurrency", "batching", "latency_slo_ms")
+_LLM = ("prompt_tokens", "output_tokens", "concurrency", "batching", "mode", "latency_slo_ms")
 KIND_TRAITS = {
     "training": KindTraits("samples/s", ("batch_size",), None, "resnet50", ("batch_size", *_LOADER), trains=True),
     "inference": KindTraits("samples/s", ("batch_size",), None, "resnet50", ("batch_size", *_LOADER)),
@@ -52,6 +54,16 @@ KIND_TRAITS = {
 }
 KINDS = tuple(KIND_TRAITS)
 KIND_FIELDS = {k: t.panel_fields for k, t in KIND_TRAITS.items()}
+# fields a kind reads beyond COMMON_FIELDS, its panel_fields and batch_fields
+_ALSO_APPLY = {
+    "training": ("latency_slo_ms",),  # best_batch and `sweep --best` judge every kind against it
+    "inference": ("latency_slo_ms",),
+    "serving": ("concurrency", "think_time_ms"),  # a closed loop of clients
+    "llm": ("arrival_rate_rps", "cpu_cores", "output_tokens_cv", "kv_precision"),
+}
+# the fields that belong to some kinds only; any other field applies to every kind
+_KIND_ONLY = {f for k, t in KIND_TRAITS.items() for f in (*t.panel_fields, *t.batch_fields, *_ALSO_APPLY.get(k, ()))}
+_KIND_ONLY -= set(COMMON_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -83,7 +95,7 @@ class Field:
         """The value converted to this field's type, or a HwsimError."""
         if value is None:
             return None
-        if self.name in ("workload", "gpu", "storage", "host_link") and isinstance(value, dict):
+        if self.name in ("workload", "gpu", "storage", "host_link", "cpu", "engine") and isinstance(value, dict):
             return value
         if self.name == "workload" and isinstance(value, str) and value.strip().lower().startswith(IMPORTED):
             return value.strip()  # a file path keeps its case
@@ -100,12 +112,21 @@ class Field:
             if isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
                 return value.lower() in ("true", "1", "yes")
             raise HwsimError(self.name, value, self.accepted())
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise HwsimError(self.name, value, self.accepted())
-        if isinstance(value, float) and not math.isfinite(value):
-            raise HwsimError(self.name, value, self.accepted())
+        if isinstance(value, numbers.Integral):
+            value = int(value)
+            if abs(value) > 2**63:  # 10**400 has no float; it is out of every range anyway
+                raise HwsimError(self.name, value, self.accepted())
+        else:
+            try:
+                value = float(value)
+            except (OverflowError, ValueError):
+                raise HwsimError(self.name, value, self.accepted()) from None
+            if not math.isfinite(value):
+                raise HwsimError(self.name, value, self.accepted())
         if self.type is int:
-            if float(value) != int(value):
+            if value != int(value):
                 raise HwsimError(self.name, value, self.accepted())
             value = int(value)
         else:
@@ -136,6 +157,20 @@ FIELDS = {
         Field("prefetch_factor", int, "batches", "batches each worker may have ready", 2, 1, 64),
         Field("cpu_cores", int, "cores", "host cores for loading and the training loop", 16, 1, 1024),
         Field("cpu_speed", float, "x", "host core speed relative to the reference core", 1.0, 0.0, 100, True),
+        Field(
+            "cpu",
+            str,
+            "",
+            "host CPU from the catalogue (python -m jupyter_hwsim catalog cpus) or a dict: sets the defaults of "
+            "cpu_cores and cpu_speed",
+        ),
+        Field(
+            "decoder",
+            str,
+            "",
+            "JPEG decoder and augmentation of an image pipeline (python -m jupyter_hwsim catalog decoders); "
+            "default: the workload's preprocess_ms_per_sample",
+        ),
         Field("storage", str, "", "dataset storage from the catalogue", "nvme-gen4"),
         Field("storage_bandwidth_gbs", float, "GB/s", "storage read bandwidth", None, 0.0, 10000, True),
         Field("storage_latency_ms", float, "ms", "storage latency per sample read", None, 0.0, 10000),
@@ -225,6 +260,15 @@ FIELDS = {
             choices=BATCHING,
         ),
         Field(
+            "mode",
+            str,
+            "",
+            "llm without arrival_rate_rps: closed-loop (default: each of `concurrency` clients sends its next "
+            "request when its last one finishes) or offline (every request queued at t=0, a throughput benchmark)",
+            None,
+            choices=MODES,
+        ),
+        Field(
             "kv_precision",
             str,
             "",
@@ -247,6 +291,107 @@ FIELDS = {
 
 _CATALOGUE_FIELDS = {"workload": "workloads", "gpu": "gpus", "storage": "storage", "host_link": "links",
                      "engine": "engines"}  # fmt: skip
+MAX_DEPTH = 8  # levels of dicts and lists in a custom catalogue entry
+MAX_ITEMS = 100_000  # keys of one dict or items of one list in it (an imported operator list)
+MAX_TEXT = 10_000  # characters of one string in it
+
+
+class FrozenDict(dict):
+    """A dict that refuses changes: a scenario's own copy of a custom catalogue entry."""
+
+    __slots__ = ()
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError("a scenario's catalogue entry is read-only: make a new scenario with Scenario.replace()")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self):
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def own(value, name: str, depth: int = 0):
+    """A deep-frozen copy of a custom catalogue entry (dicts become FrozenDicts, lists tuples), checked on the
+    way: nesting depth, sizes, text keys, finite non-negative numbers. The caller's objects are never kept."""
+    from .workloads import Op
+
+    if depth > MAX_DEPTH:
+        raise HwsimError(name, value, f"at most {MAX_DEPTH} levels of nested tables and lists")
+    if isinstance(value, dict):
+        if len(value) > MAX_ITEMS:
+            raise HwsimError(name, f"<{len(value)} keys>", f"at most {MAX_ITEMS} keys")
+        for k in value:
+            if not isinstance(k, str):
+                raise HwsimError(f"{name}[{show(k)}]", k, "text keys")
+        return FrozenDict({k: own(v, f"{name}.{k}", depth + 1) for k, v in value.items()})
+    if isinstance(value, (list, tuple)):
+        if len(value) > MAX_ITEMS:
+            raise HwsimError(name, f"<{len(value)} items>", f"at most {MAX_ITEMS} items")
+        return tuple(own(v, f"{name}[{i}]", depth + 1) for i, v in enumerate(value))
+    if value is None or isinstance(value, (bool, Op)):
+        return value
+    if isinstance(value, str):
+        if len(value) > MAX_TEXT:
+            raise HwsimError(name, value, f"a text of at most {MAX_TEXT} characters")
+        return value
+    if isinstance(value, numbers.Real):
+        try:
+            x = int(value) if isinstance(value, numbers.Integral) else float(value)
+        except (OverflowError, ValueError):
+            x = math.inf
+        if not (0 <= x <= 1e30 and x == x):  # no NaN, no infinity, nothing huge
+            raise HwsimError(name, value, "a finite number >= 0 and <= 1e30")
+        return x
+    raise HwsimError(name, value, "a number, text, true/false, a table or a list")
+
+
+def thaw(value):
+    """A plain, mutable deep copy of what own() made (dicts and lists, as JSON has them)."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+CPU_KEYS = {"physical_cores": (1, 100_000), "threads": (1, 1_000_000), "core_speed": (1e-3, 100)}
+CPU_OPTIONAL = {"smt_gain": (0, 1), "efficiency_cores": (0, 100_000), "efficiency_core_speed": (0, 1)}
+
+
+def check_cpu(entry: dict) -> dict:
+    """A custom host CPU: physical_cores, threads and core_speed (optional smt_gain, efficiency_cores,
+    efficiency_core_speed), each in range; refused with the key it lacks or gets wrong."""
+    for key, (lo, hi) in {**CPU_KEYS, **CPU_OPTIONAL}.items():
+        if key not in entry:
+            if key in CPU_KEYS:
+                raise HwsimError(f"cpu.{key}", None, "a value for this key in the custom entry")
+            continue
+        v = entry[key]
+        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not lo <= float(v) <= hi:
+            raise HwsimError(f"cpu.{key}", v, f"a number >= {lo:g} and <= {hi:g}")
+    if entry["threads"] < entry["physical_cores"]:
+        raise HwsimError("cpu.threads", entry["threads"], f"at least physical_cores={entry['physical_cores']}")
+    return entry
+
+
+def host_defaults(cpu) -> tuple[int, float]:
+    """(cpu_cores, cpu_speed) a host CPU implies: its cores, an efficiency core counted as the share of a
+    performance core it is, plus smt_gain of a core per extra hardware thread; its core_speed. No cpu: 16
+    cores at the reference speed."""
+    if cpu is None:
+        return FIELDS["cpu_cores"].default, FIELDS["cpu_speed"].default
+    e = cpu if isinstance(cpu, dict) else catalog.get("cpus", cpu)
+    d = catalog.get("cpus", "xeon-e5-2698-v4")  # the catalogue's defaults fill what a custom entry leaves out
+    phys, eff = e["physical_cores"], e.get("efficiency_cores", d["efficiency_cores"])
+    cores = phys - eff + eff * e.get("efficiency_core_speed", d["efficiency_core_speed"])
+    cores += e.get("smt_gain", d["smt_gain"]) * max(0, e["threads"] - phys)
+    return max(1, round(cores)), float(e["core_speed"])
 
 
 @dataclass(frozen=True)
@@ -261,8 +406,11 @@ class Scenario:
     seq_len: int | None = None
     loader_workers: int = 8
     prefetch_factor: int = 2
-    cpu_cores: int = 16
-    cpu_speed: float = 1.0
+    # None in: the cpu's cores (else 16) and core speed (else 1.0); always a number once constructed
+    cpu_cores: int = None  # type: ignore[assignment]
+    cpu_speed: float = None  # type: ignore[assignment]
+    cpu: Any = None
+    decoder: str | None = None
     storage: Any = "nvme-gen4"
     storage_bandwidth_gbs: float | None = None
     storage_latency_ms: float | None = None
@@ -289,10 +437,12 @@ class Scenario:
     output_tokens: int = 128
     output_tokens_cv: float = 0.5
     batching: str = "continuous"
+    mode: str | None = None
     kv_precision: str | None = None
     weight_group_size: int = 0
 
     def __post_init__(self):
+        given = (self.cpu_cores, self.cpu_speed)  # what the caller set; None: from the cpu
         for name, spec in FIELDS.items():
             value = spec.check(getattr(self, name))
             if value is None and spec.default is not None:
@@ -311,8 +461,16 @@ class Scenario:
             elif isinstance(value, dict):
                 from .workloads import check_custom
 
+                value = own(value, name)  # a deep-frozen copy: changing the caller's dict changes nothing here
                 check_custom(section, value)
+                if isinstance(getattr(self, name), dict):  # an imported workload keeps its file name
+                    object.__setattr__(self, name, value)
         self._resolve_engine()
+        self._resolve_host(given)
+        if self.mode is not None and self.arrival_rate_rps:
+            raise HwsimError(
+                "mode", self.mode, "no mode with arrival_rate_rps (Poisson arrivals), or leave the rate out"
+            )
         if self.traits.generates:
             self._check_language_model()
 
@@ -320,20 +478,52 @@ class Scenario:
         """engine and its alias fusion agree: either one names the other; neither means PyTorch eager."""
         if self.engine is None:
             object.__setattr__(self, "engine", catalog.get("engines", self.fusion or "eager")["id"])
-        e = catalog.get("engines", self.engine)
+        e = self.engine if isinstance(self.engine, dict) else catalog.get("engines", self.engine)
+        name = e.get("id", e.get("name", "custom"))
         if self.fusion is not None and self.fusion != e["fusion"]:
-            raise HwsimError("fusion", self.fusion, f"{e['fusion']} for engine={self.engine}, or leave fusion out")
+            raise HwsimError("fusion", self.fusion, f"{e['fusion']} for engine={name}, or leave fusion out")
         object.__setattr__(self, "fusion", e["fusion"])
         if self.traits.trains and not e["trains"]:
             trainers = [k for k, v in catalog.engines().items() if v["trains"]]
-            raise HwsimError("engine", self.engine, f"an engine that trains for kind=training: {', '.join(trainers)}")
+            raise HwsimError("engine", name, f"an engine that trains for kind=training: {', '.join(trainers)}")
         if "platforms" in e:
             device = catalog.get("gpus", self.gpu) if isinstance(self.gpu, str) else self.gpu
             maker = str(device.get("name", "")).split(" ")[0]
             if maker not in e["platforms"]:
-                raise HwsimError("engine", self.engine, f"a device by {' or '.join(e['platforms'])} (gpu={self.gpu})")
+                raise HwsimError("engine", name, f"a device by {' or '.join(e['platforms'])} (gpu={self.gpu})")
         if "kinds" in e and self.kind not in e["kinds"]:
-            raise HwsimError("engine", self.engine, f"kind={' or '.join(e['kinds'])} ({e['name']} runs no {self.kind})")
+            raise HwsimError("engine", name, f"kind={' or '.join(e['kinds'])} ({e['name']} runs no {self.kind})")
+
+    @property
+    def arrivals(self) -> str:
+        """The arrival semantics: poisson with a rate, else the mode (closed-loop unless offline is asked)."""
+        return "poisson" if self.arrival_rate_rps else (self.mode or "closed-loop")
+
+    def _resolve_host(self, given):
+        """cpu names the host CPU: cpu_cores and cpu_speed not given take its figures; decoder names the
+        JPEG decoder of an image workload (data/cpus.toml, data/decoders.toml)."""
+        if self.cpu is not None:
+            if isinstance(self.cpu, dict):
+                object.__setattr__(self, "cpu", own(check_cpu(self.cpu), "cpu"))
+            else:
+                object.__setattr__(self, "cpu", catalog.get("cpus", self.cpu)["id"])
+            cores, speed = host_defaults(self.cpu)
+            if given[0] is None:
+                object.__setattr__(self, "cpu_cores", cores)
+            if given[1] is None:
+                object.__setattr__(self, "cpu_speed", speed)
+        if self.decoder is not None:
+            object.__setattr__(self, "decoder", catalog.get("decoders", self.decoder)["id"])
+            from .workloads import resolve
+
+            w = resolve(self.workload)
+            if not w.get("image_mpix"):
+                raise HwsimError(
+                    "decoder",
+                    self.decoder,
+                    f"an image workload with image_mpix (megapixels per JPEG; {w.get('id', 'this workload')} "
+                    "has none), or leave decoder out",
+                )
 
     @property
     def traits(self) -> KindTraits:
@@ -378,9 +568,38 @@ class Scenario:
             )
         return cls(**data)
 
+    def field_warnings(self) -> list[str]:
+        """A sentence per field set away from its default that this kind does not read (arrival_rate_rps on a
+        training scenario): warned about, not refused, so that replace(kind=...) keeps working."""
+        t = self.traits
+        applies = {*COMMON_FIELDS, *t.panel_fields, *t.batch_fields, *_ALSO_APPLY.get(self.kind, ())}
+        out = []
+        for f in dataclasses.fields(self):
+            if f.name not in _KIND_ONLY or f.name in applies:
+                continue
+            value, default = getattr(self, f.name), FIELDS[f.name].default
+            default = f.default if default is None else default
+            if isinstance(default, str) and f.name in _CATALOGUE_FIELDS and isinstance(value, str):
+                default = catalog.get(_CATALOGUE_FIELDS[f.name], default)["id"]
+            if value != default:
+                kinds = [k for k, tr in KIND_TRAITS.items() if f.name in (*tr.panel_fields, *tr.batch_fields,
+                         *_ALSO_APPLY.get(k, ()))]  # fmt: skip
+                out.append(
+                    f"{f.name}={show(value)} does not apply to kind={self.kind} and is ignored "
+                    f"(it applies to {', '.join(kinds)})"
+                )
+        if "max_queue_delay_ms" in applies and self.max_queue_delay_ms > self.latency_slo_ms:  # a batcher
+            out.append(
+                f"max_queue_delay_ms={self.max_queue_delay_ms:g} is above the latency budget "
+                f"(latency_slo_ms={self.latency_slo_ms:g}): a batch that does not fill waits that long for "
+                "companions, so its requests miss the budget and the throughput falls with the wait; "
+                "keep the delay well below the budget"
+            )
+        return out
+
     def to_dict(self) -> dict:
         """Every field, JSON-serializable; None means 'from the catalogue'."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {f.name: thaw(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     def replace(self, **changes) -> Scenario:
         """A new scenario with some fields changed (validated like any other)."""
@@ -389,4 +608,8 @@ class Scenario:
             base.pop("engine")  # fusion names an engine: the new fusion picks it
         elif "engine" in changes and "fusion" not in changes:
             base.pop("fusion")
+        if "cpu" in changes:  # cores and speed that the old cpu set follow the new one; ones given stay
+            for name, implied in zip(("cpu_cores", "cpu_speed"), host_defaults(self.cpu)):
+                if name not in changes and base[name] == implied:
+                    base.pop(name)
         return Scenario.from_dict({**base, **changes})

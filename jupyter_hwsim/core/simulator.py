@@ -23,17 +23,33 @@ import simpy
 from .costs import contention, core_share, host_threads
 from .errors import HwsimError
 
+MAX_EVENTS = 50_000_000  # events of one run, whatever its time budget (about a minute of SimPy)
+CHECK_EVERY = 4096  # events between two checks of the budget
+
 
 class Environment(simpy.Environment):
-    """SimPy's environment, counting the events it schedules: the `sim.events` figure of a result."""
+    """SimPy's environment, counting the events it schedules: the `sim.events` figure of a result. With a budget it
+    also enforces it from inside the event loop, every CHECK_EVERY events: past budget_s of wall time or MAX_EVENTS events,
+    the run stops with an error naming `steps` (whatever the processes are doing between their own checks)."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget_s: float | None = None, steps: int | None = None) -> None:
         super().__init__()
         self.scheduled = 0
+        self.budget_s, self.steps, self.wall0 = budget_s, steps, time.perf_counter()
 
     def schedule(self, event, priority=simpy.core.NORMAL, delay=0) -> None:
         self.scheduled += 1
+        if self.scheduled % CHECK_EVERY == 0 and self.budget_s is not None:
+            self.check_budget()
         super().schedule(event, priority, delay)
+
+    def check_budget(self) -> None:
+        if self.budget_s is not None and time.perf_counter() - self.wall0 > self.budget_s:
+            raise HwsimError(
+                "steps", self.steps, f"a run that fits the {self.budget_s:g} s simulation budget", "lower steps"
+            )
+        if self.scheduled > MAX_EVENTS:
+            raise HwsimError("steps", self.steps, f"a run of at most {MAX_EVENTS:,} simulated events", "lower steps")
 
 
 class Busy:
@@ -121,7 +137,7 @@ def run(m, d, seed: int, budget_s: float = 20.0) -> dict:
     produced = total + max(1, s.loader_workers * s.prefetch_factor) + 2
     rng = np.random.default_rng(seed)
     jit = {k: jitter(rng, s.jitter_cv, produced) for k in ("storage", "pre", "copy", "gpu")}
-    env = Environment()
+    env = Environment(budget_s, s.steps)
     storage = simpy.Resource(env, capacity=1)
     link = simpy.Resource(env, capacity=1)
     busy = {k: Busy() for k in ("storage", "cpu", "link", "gpu", "worker_read", "worker_pre")}

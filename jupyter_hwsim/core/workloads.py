@@ -315,28 +315,167 @@ _BUILDERS = {
 _PIPELINE = ["input_bytes_per_sample", "preprocess_ms_per_sample", "default_batch_size"]
 
 
+# what a custom catalogue entry's keys accept: (kind, lo, hi, lo_open); kind is "int", "num", "nums" (a table of
+# numbers, e.g. peak_tflops per precision), "ints" (a list of integers) or "name" (text). Every other number of an
+# entry is checked finite and >= 0 (scenario.own); these keys are what the model divides by or loops over.
+_KEYS = {
+    "gpus": {
+        "memory_gb": ("num", 0, 1e12, True),
+        "memory_bandwidth_gbs": ("num", 0, 1e12, True),
+        "peak_tflops": ("nums", 0, 1e12, True),
+        "parallel_units": ("int", 1, 1e12, False),
+        "compute_efficiency": ("num", 0, 1, True),
+        "memory_efficiency": ("num", 0, 1, True),
+        "launch_overhead_us": ("num", 0, 1e6, False),
+        "tile": ("int", 1, 65536, False),
+        "workspace_gb": ("num", 0, 1e12, False),
+        "host_threads": ("int", 1, 4096, False),
+    },
+    "storage": {
+        "bandwidth_gbs": ("num", 0, 1e12, True),
+        "latency_ms": ("num", 0, 1e12, False),
+        "concurrency": ("int", 1, 1e12, False),
+    },
+    "links": {"bandwidth_gbs": ("num", 0, 1e12, True), "pageable_factor": ("num", 0, 1, True)},
+    "engines": {
+        "issue_us": ("num", 0, 1e6, False),
+        "call_us": ("num", 0, 1e6, False),
+        "autocast_us": ("num", 0, 1e6, False),
+        "backward_us": ("num", 0, 1e6, False),
+        "step_us": ("num", 0, 1e7, False),
+        "fusion": ("name", 0, 0, False),
+    },
+    "workloads": {
+        "default_batch_size": ("int", 1, 65536, False),
+        "input_bytes_per_sample": ("num", 0, 1e12, True),
+        "preprocess_ms_per_sample": ("num", 0, 1e6, False),
+        "layers": ("int", 1, 1024, False),  # the largest published models have ~130
+        "hidden": ("int", 1, 1 << 20, False),
+        "heads": ("int", 1, 65536, False),
+        "kv_heads": ("int", 1, 65536, False),
+        "head_dim": ("int", 1, 65536, False),
+        "ffn": ("int", 1, 1 << 22, False),
+        "vocab": ("int", 1, 1 << 24, False),
+        "seq_len": ("int", 1, 1 << 20, False),
+        "num_classes": ("int", 1, 1 << 24, False),
+        "image_px": ("int", 1, 65536, False),
+        "patch": ("int", 1, 65536, False),
+        "experts": ("int", 0, 4096, False),
+        "experts_per_token": ("int", 1, 4096, False),
+        "blocks": ("ints", 0, 1024, False),
+        "widths": ("ints", 1, 1 << 24, False),
+        "block": ("name", 0, 0, False),
+    },
+}
+_BUILDERS_GPU = ("memory_gb", "memory_bandwidth_gbs", "peak_tflops", "parallel_units", "compute_efficiency",
+                 "memory_efficiency", "launch_overhead_us", "tile", "workspace_gb")  # fmt: skip
+_SECTION_FIELD = {
+    "gpus": "gpu",
+    "storage": "storage",
+    "links": "host_link",
+    "workloads": "workload",
+    "engines": "engine",
+}
+
+
+def _check_key(name: str, value, spec) -> None:
+    kind, lo, hi, lo_open = spec
+    if kind == "name":
+        if not isinstance(value, str):
+            raise HwsimError(name, value, "text")
+        return
+    if kind in ("nums", "ints"):
+        many = value.items() if kind == "nums" else enumerate(value) if isinstance(value, (list, tuple)) else None
+        if kind == "nums" and not isinstance(value, dict) or many is None or not value:
+            what = "a non-empty table of numbers" if kind == "nums" else "a non-empty list of integers"
+            raise HwsimError(name, value, what)
+        for k, v in many:
+            _check_key(
+                f"{name}.{k}" if kind == "nums" else f"{name}[{k}]",
+                v,
+                ("num" if kind == "nums" else "int", lo, hi, lo_open),
+            )
+        return
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    ok = (is_int or (kind == "num" and isinstance(value, float))) and (value > lo if lo_open else value >= lo)
+    if not ok or not value <= hi:
+        what = "an integer" if kind == "int" else "a number"
+        raise HwsimError(name, value, f"{what} {'>' if lo_open else '>='} {lo:g} and <= {hi:g}")
+
+
 def check_custom(section: str, entry: dict) -> None:
-    """Refuse a custom catalogue entry that lacks what the model needs."""
+    """Refuse a custom catalogue entry that lacks what the model needs, or whose numbers it cannot use (one
+    schema for every surface: the Python API, the CLI and the magic's files, the REST body)."""
+    field = _SECTION_FIELD[section]
     if section != "workloads":
         need = {
-            "gpus": ["memory_gb", "memory_bandwidth_gbs", "peak_tflops", "parallel_units"],
+            "gpus": [*_BUILDERS_GPU],
             "storage": ["bandwidth_gbs", "latency_ms", "concurrency"],
             "links": ["bandwidth_gbs"],
+            "engines": ["fusion", "fuses", "issue_us", "call_us", "autocast_us", "backward_us", "step_us", "trains"],
         }[section]
     else:
         arch = entry.get("arch")
-        if arch not in _BUILDERS:
+        if not isinstance(arch, str) or arch not in _BUILDERS:
             raise HwsimError("workload.arch", arch, "one of " + ", ".join(_BUILDERS))
         need = _BUILDERS[arch] + _PIPELINE
     for key in need:
         if key not in entry:
+            spec = _KEYS[section].get(key)
+            what = f"; {_accepts(spec)}" if spec else ""
+            raise HwsimError(f"{field}.{key}", None, f"a value for this key in the custom entry{what}")
+    for key, spec in _KEYS[section].items():
+        if key in entry:
+            _check_key(f"{field}.{key}", entry[key], spec)
+    if section == "gpus" and "host_link" in entry:  # a link's name or its own entry
+        if isinstance(entry["host_link"], dict):
+            check_custom("links", entry["host_link"])
+        elif not isinstance(entry["host_link"], str):
+            raise HwsimError("gpu.host_link", entry["host_link"], "a link from the catalogue or a table of its entry")
+    if section == "workloads":
+        _check_workload(entry)
+
+
+def _accepts(spec) -> str:
+    kind, lo, hi, lo_open = spec
+    if kind == "name":
+        return "text"
+    what = {"int": "an integer", "num": "a number", "nums": "a table of numbers", "ints": "a list of integers"}[kind]
+    return f"{what} {'>' if lo_open else '>='} {lo:g} and <= {hi:g}"
+
+
+def _check_workload(w: dict) -> None:
+    """What one key alone does not say: heads that divide the width, a block the builder knows, ..."""
+    arch = w["arch"]
+    if arch in ("transformer", "vit"):
+        if not w.get("head_dim") and w["hidden"] < w["heads"]:
+            raise HwsimError("workload.hidden", w["hidden"], f"at least heads={w['heads']} (or give head_dim)")
+        if w.get("kv_heads", w["heads"]) > w["heads"]:
+            raise HwsimError("workload.kv_heads", w["kv_heads"], f"at most heads={w['heads']}")
+        if w.get("experts") and w.get("experts_per_token", 0) > w["experts"]:
             raise HwsimError(
-                f"{section[:-1] if section != 'storage' else section}.{key}",
-                None,
-                "a value for this key in the custom entry",
+                "workload.experts_per_token", w.get("experts_per_token"), f"at most experts={w['experts']}"
             )
-    if section == "workloads" and entry["arch"] == "ops":
-        _check_ops(entry["ops"])
+        if w.get("experts") and "experts_per_token" not in w:
+            raise HwsimError("workload.experts_per_token", None, "a value for this key when experts is given")
+    if arch == "vit" and w["patch"] > w["image_px"]:
+        raise HwsimError("workload.patch", w["patch"], f"at most image_px={w['image_px']}")
+    if arch == "resnet" and w["block"] not in ("basic", "bottleneck"):
+        raise HwsimError("workload.block", w["block"], "basic or bottleneck")
+    if arch == "resnet" and len(w["blocks"]) > 8:
+        raise HwsimError("workload.blocks", w["blocks"], "at most 8 stages (each doubles the width)")
+    if arch == "mlp" and len(w["widths"]) < 2:
+        raise HwsimError("workload.widths", w["widths"], "at least two widths (input and output)")
+    if arch == "measured":
+        for part in ("matmul", "other"):
+            if not isinstance(w[part], dict):
+                raise HwsimError(f"workload.{part}", w[part], "a table of flops, values_in, values_out, kernels")
+            for key in ("flops", "values_in", "values_out", "kernels"):
+                v = w[part].get(key)
+                if isinstance(v, bool) or not isinstance(v, (int, float)):
+                    raise HwsimError(f"workload.{part}.{key}", v, "a number >= 0")
+    if arch == "ops":
+        _check_ops(w["ops"])
 
 
 _OP_CLASSES = ("matmul", "elementwise", "norm", "batchnorm", "softmax")
@@ -354,6 +493,16 @@ def _check_ops(ops) -> None:
             raise HwsimError(f"workload.ops[{i}]", op, "a dict of " + ", ".join(names) + " (name to act_out required)")
         if op["cls"] not in _OP_CLASSES:
             raise HwsimError(f"workload.ops[{i}].cls", op["cls"], "one of " + ", ".join(_OP_CLASSES))
+        for key in names:
+            v = op.get(key)
+            if (
+                key not in ("name", "cls")
+                and v is not None
+                and (isinstance(v, bool) or not isinstance(v, (int, float)))
+            ):
+                raise HwsimError(f"workload.ops[{i}].{key}", v, "a number >= 0")
+        if not isinstance(op["name"], str):
+            raise HwsimError(f"workload.ops[{i}].name", op["name"], "text")
 
 
 def resolve(workload) -> dict:

@@ -59,6 +59,12 @@ def bigger_gpus(mem: dict, n: int = 2) -> list[tuple[str, dict, str]]:
     return [(f"gpu={g['id']}", {"gpu": g["id"]}, f"{g['memory_gb']:g} GB") for g in fits[:n]]
 
 
+def engine_changes(s, engines) -> list[tuple[str, dict, str]]:
+    """Changes to each (engine, why) but the scenario's own; one that cannot run the scenario is refused when
+    it is tried, and so never suggested."""
+    return [(f"engine={e}", {"engine": e}, why) for e, why in engines if e != s.engine]
+
+
 def lower_precisions(s, options):
     here = catalog.get("precisions", s.precision)["bytes"]
     return [p for p in options if catalog.get("precisions", p)["bytes"] < here]

@@ -15,7 +15,7 @@ from IPython.display import display
 from ..api import estimate, simulate, sweep
 from ..core.errors import HwsimError
 from ..core.scenario import Scenario
-from ..scenario_text import fields_help, parse_pairs, split_args
+from ..scenario_text import as_table, fields_help, parse_pairs, split_args
 from .report import result_html, table_html
 
 COMMANDS = ("run", "estimate", "sweep", "help")
@@ -49,7 +49,7 @@ def _parse(line: str, cell: str | None):
     seed = 0
     if "--seed" in words:
         i = words.index("--seed")
-        if i + 1 >= len(words) or not words[i + 1].isdigit():
+        if i + 1 >= len(words) or not (words[i + 1].isascii() and words[i + 1].isdigit()):
             raise HwsimError("--seed", words[i + 1] if i + 1 < len(words) else None, "a non-negative integer")
         seed = int(words[i + 1])
         del words[i : i + 2]
@@ -60,7 +60,9 @@ def _parse(line: str, cell: str | None):
             data = tomllib.loads(cell)
         except tomllib.TOMLDecodeError as e:
             raise HwsimError("cell", cell.strip().splitlines()[0], f"a TOML scenario ({e})") from None
-        base = data.get("scenario", data)
+        except RecursionError:
+            raise HwsimError("cell", cell.strip().splitlines()[0], "a TOML scenario of a few levels") from None
+        base = as_table(data.get("scenario", data), "cell", cell.strip().splitlines()[0])
     files, rest = split_args(words)
     return cmd, seed, {**base, **files}, rest
 

@@ -9,14 +9,24 @@ Every handler is authenticated (Jupyter's token/cookie auth and XSRF). Bodies ar
 bounded (413), scenarios validated (400 with the field, value and what is accepted),
 and the work runs in a bounded process pool off the event loop with a timeout (504),
 so the server keeps serving files and kernels. Nothing a user sends is evaluated.
+
+Warming starts in the background as soon as the extension loads: first one thread of the server process
+imports what a simulation needs, then the worker processes start and do the same. Until the first of them
+is ready, requests run in that thread (off the event loop, under the same time budget), so the first request
+does not wait seconds for process start-up. A 504 names the budget and what the request was doing when it
+ran out.
 """
+
 from __future__ import annotations
 
 import asyncio
 import json
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+import threading
+import time
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 
 import tornado.web
 from jupyter_server.base.handlers import APIHandler
@@ -31,6 +41,7 @@ from ..core.scenario import BATCHING, COMMON_FIELDS, FIELDS, FUSIONS, KIND_FIELD
 
 class HwsimServer(Configurable):
     """Limits of the REST API (set e.g. c.HwsimServer.timeout_s = 5 in jupyter_server_config.py)."""
+
     max_body_bytes = Int(64 * 1024, config=True, help="largest request body accepted (bytes); above it, 413")
     timeout_s = Float(10.0, config=True, help="longest a simulation may take (s); past it, 504")
     max_workers = Int(2, config=True, help="worker processes that run simulations at once")
@@ -39,38 +50,179 @@ class HwsimServer(Configurable):
 
 def _catalog_payload() -> dict:
     fields = {}
+    resolved = Scenario()  # a field left out resolves to this (engine: PyTorch eager, through its fusion alias)
     for name, f in FIELDS.items():
-        fields[name] = {"type": f.type.__name__, "unit": f.unit, "help": f.help, "default": f.default, "lo": f.lo,
-                        "hi": f.hi, "lo_open": f.lo_open, "choices": list(f.choices) if f.choices else None,
-                        "accepted": f.accepted()}
+        fields[name] = {
+            "type": f.type.__name__,
+            "unit": f.unit,
+            "help": f.help,
+            "default": resolved.engine if name == "engine" else f.default,
+            "lo": f.lo,
+            "hi": f.hi,
+            "lo_open": f.lo_open,
+            "choices": list(f.choices) if f.choices else None,
+            "accepted": f.accepted(),
+        }
 
     def entries(section, keys):
-        return {k: {key: e.get(key) for key in ("name", *keys) if key in e} | {"id": k}
-                for k, e in getattr(catalog, section)().items()}
+        return {
+            k: {key: e.get(key) for key in ("name", *keys) if key in e} | {"id": k}
+            for k, e in getattr(catalog, section)().items()
+        }
 
     workloads = entries("workloads", ("arch", "default_batch_size", "seq_len", "layers", "hidden"))
     for k, w in catalog.workloads().items():
         workloads[k]["language_model"] = w.get("arch") == "transformer" and "vocab" in w
-    return {"kinds": list(KINDS), "precisions": list(PRECISIONS), "fusions": list(FUSIONS), "batching": list(BATCHING),
-            "gpus": entries("gpus", ("memory_gb", "memory_bandwidth_gbs", "peak_tflops", "host_link")),
-            "storage": entries("storage", ("bandwidth_gbs", "latency_ms")),
-            "links": entries("links", ("bandwidth_gbs",)), "workloads": workloads,
-            "fields": fields, "common_fields": list(COMMON_FIELDS),
-            "kind_fields": {k: list(v) for k, v in KIND_FIELDS.items()}}
+    return {
+        "kinds": list(KINDS),
+        "precisions": list(PRECISIONS),
+        "fusions": list(FUSIONS),
+        "engines": entries("engines", ("fusion", "trains", "kinds", "platforms")),
+        "batching": list(BATCHING),
+        "gpus": entries("gpus", ("memory_gb", "memory_bandwidth_gbs", "peak_tflops", "host_link")),
+        "storage": entries("storage", ("bandwidth_gbs", "latency_ms")),
+        "links": entries("links", ("bandwidth_gbs",)),
+        "workloads": workloads,
+        "fields": fields,
+        "common_fields": list(COMMON_FIELDS),
+        "kind_fields": {k: list(v) for k, v in KIND_FIELDS.items()},
+    }
 
 
 def compute(method: str, scenario: dict, seed: int, budget_s: float, suggest: bool) -> tuple[int, str]:
-    """Run in a worker process: (HTTP status, JSON text) of the result plus the panel's chart specs. The text is
+    """Run in a worker process (or the server's thread): (HTTP status, JSON text) of the result plus the panel's chart specs. The text is
     made here, so the server's event loop only copies bytes."""
+    from ..api import estimate, simulate
     from . import charts
-    from ..runner import estimate, simulate
+
     try:
         s = Scenario.from_dict(scenario)
-        r = simulate(s, seed=seed, budget_s=budget_s, suggest=suggest) if method == "simulate" else \
-            estimate(s, suggest=suggest)
+        r = (
+            simulate(s, seed=seed, budget_s=budget_s, suggest=suggest)
+            if method == "simulate"
+            else estimate(s, suggest=suggest)
+        )
         return 200, json.dumps({**r.to_dict(), "charts": charts.panel_specs(s, r)}, allow_nan=False)
     except HwsimError as e:
         return 400, json.dumps({"error": e.to_dict()})
+
+
+GRACE = 0.5  # a simulation stops itself half a budget after its 504 (at 1.5 budgets if it started at once)
+
+
+def compute_by(deadline: float, grace_s: float, method: str, scenario: dict, seed: int, suggest: bool):
+    """compute() for a request whose time budget ends at `deadline` (time.time(), the same clock in every process):
+    the simulation stops itself `grace_s` after it, so no input holds a worker (or the server's thread) for long
+    after its 504 went out. A job that starts after the deadline has been answered already and does nothing."""
+    left = deadline - time.time()
+    if left <= 0:
+        return 504, "{}"
+    return compute(method, scenario, seed, left + grace_s, suggest)
+
+
+def warm() -> int:
+    """Import what compute() needs and fill its caches with one small estimate, so that the first request finds a
+    ready process. Every worker runs it before it takes any request; the server runs it once in its own thread.
+    It never raises (a worker whose initializer raises breaks the whole pool): a failure here shows up, worded,
+    on the request that meets it."""
+    try:
+        compute("estimate", {}, 0, 5.0, False)
+    except Exception:
+        pass
+    return os.getpid()
+
+
+class Workers:
+    """Where simulations run: the pool of worker processes once one of them is warm, one thread of the server
+    process until then. start() warms that thread first (it answers the first requests) and then the pool, whose
+    processes are spawned (no server state is forked) and each warm before they take a request. On a small machine,
+    warming both at once slows both and the server's own start-up (benchmarks/bench_server_cold.py)."""
+
+    def __init__(self, limits: HwsimServer, log=None):
+        self.limits, self.log = limits, log
+        self.size = max(1, min(limits.max_workers, os.cpu_count() or 1))
+        self.pool: ProcessPoolExecutor | None = None
+        self.local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hwsim")
+        self.local_warm: Future | None = None
+        self.ready = False  # a worker process has finished warm(): requests go to the pool
+        self.failed = False  # the pool could not start: requests stay in the server's thread
+        self.closed = False
+        self.lock = threading.Lock()
+        self.started_at = time.perf_counter()
+        self.warm_s: float | None = None  # how long the first worker took to be ready, from start()
+
+    def start(self) -> None:
+        """Returns at once; the warming goes on in the background."""
+        self.started_at = time.perf_counter()
+        self.local_warm = self.local.submit(warm)
+        self.local_warm.add_done_callback(lambda _: self.start_pool())
+
+    def start_pool(self) -> None:
+        with self.lock:
+            if self.closed or self.pool is not None:
+                return
+            try:
+                ctx = multiprocessing.get_context("spawn")
+                self.pool = ProcessPoolExecutor(max_workers=self.size, mp_context=ctx, initializer=warm)
+                for _ in range(self.size):  # a task per worker spawns them all now; each warms before taking one
+                    self.pool.submit(os.getpid).add_done_callback(self._warmed)
+            except Exception as e:  # no processes (a sandbox, a resource limit): serve in-process
+                self.failed = True
+                self._note("jupyter_hwsim: no worker processes (%s); simulations run in the server process", e)
+
+    def _warmed(self, job: Future) -> None:  # called in the pool's manager thread
+        if job.cancelled() or self.ready or self.failed or self.closed:
+            return
+        if job.exception() is not None:
+            self.failed = True
+            self._note(
+                "jupyter_hwsim: the worker processes failed to start (%s); simulations run in the server process",
+                job.exception(),
+            )
+            return
+        self.warm_s = time.perf_counter() - self.started_at
+        self.ready = True
+        if self.log is not None:
+            self.log.info("jupyter_hwsim: worker processes (%d) ready after %.1f s", self.size, self.warm_s)
+
+    def _note(self, message: str, *args) -> None:
+        if self.log is not None:
+            self.log.warning(message, *args)
+
+    def submit(self, deadline: float, method: str, scenario: dict, seed: int, suggest: bool) -> Future:
+        executor = self.pool if self.ready and self.pool is not None else self.local
+        grace = GRACE * self.limits.timeout_s
+        job = executor.submit(compute_by, deadline, grace, method, scenario, seed, suggest)
+        job.hwsim_pool = executor if executor is self.pool else None  # type: ignore[attr-defined]
+        return job
+
+    def reap(self, job: Future) -> None:
+        """Called GRACE budgets after the 504 of a job that was running. A job still running then ignores its own
+        time budget: the worker processes are stopped and new ones started (requests running beside it get a 503
+        and may try again). A job in the server's thread cannot be stopped; it relies on its budget alone."""
+        if job.done() or getattr(job, "hwsim_pool", None) is None:
+            return
+        with self.lock:
+            if self.closed or job.hwsim_pool is not self.pool:  # type: ignore[attr-defined]
+                return
+            pool, self.pool, self.ready = self.pool, None, False
+        for p in list((getattr(pool, "_processes", None) or {}).values()):  # no public handle before 3.14
+            p.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
+        self._note("jupyter_hwsim: %s", "a simulation outlived its time budget; the worker processes were restarted")
+        self.start_pool()
+
+    def shutdown(self) -> None:
+        """Stop the thread and the worker processes, whatever they are doing (warming up included)."""
+        with self.lock:
+            self.closed, self.ready = True, False
+            pool, self.pool = self.pool, None
+        self.local.shutdown(wait=False, cancel_futures=True)
+        if pool is not None:
+            processes = list((getattr(pool, "_processes", None) or {}).values())  # no public handle before 3.14
+            for p in processes:
+                p.terminate()
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 class _Base(APIHandler):
@@ -97,23 +249,37 @@ class ComputeHandler(_Base):
         limits = self.limits
         body = self.request.body or b""
         if len(body) > limits.max_body_bytes:
-            return self.fail(413, f"the request body is {len(body)} bytes; at most {limits.max_body_bytes} are "
-                                  "accepted", field="body")
+            return self.fail(
+                413,
+                f"the request body is {len(body)} bytes; at most {limits.max_body_bytes} are accepted",
+                field="body",
+            )
         try:
             scenario = json.loads(body or b"{}")
         except (ValueError, UnicodeDecodeError) as e:
             return self.fail(400, f"the body is not JSON ({e})", field="body", accepted="a JSON object")
+        except RecursionError:
+            return self.fail(400, "the body is nested too deeply", field="body", accepted="a JSON object of fields")
         if not isinstance(scenario, dict):
-            return self.fail(400, "the body must be a JSON object of scenario fields", field="body",
-                             accepted="a JSON object of scenario fields")
+            return self.fail(
+                400,
+                "the body must be a JSON object of scenario fields",
+                field="body",
+                accepted="a JSON object of scenario fields",
+            )
         # the preview while dragging skips suggestions unless asked; the settled simulation includes them
         suggest = self.get_query_argument("suggest", "1" if self.method == "simulate" else "0") not in ("0", "false")
         seed_text = self.get_query_argument("seed", "0")
-        if not seed_text.isdigit():
-            return self.fail(400, f"seed={seed_text!r} is not accepted: a non-negative integer", field="seed",
-                             value=seed_text, accepted="a non-negative integer")
+        if not (seed_text.isascii() and seed_text.isdigit()) or len(seed_text) > 18:
+            return self.fail(
+                400,
+                f"seed={seed_text!r} is not accepted: a non-negative integer",
+                field="seed",
+                value=seed_text,
+                accepted="a non-negative integer",
+            )
         try:
-            Scenario.from_dict(scenario)     # cheap: refuse a bad scenario before queueing any work
+            s = Scenario.from_dict(scenario)  # cheap: refuse a bad scenario before queueing any work
         except HwsimError as e:
             self.set_status(400)
             return self.finish(json.dumps({"error": e.to_dict()}))
@@ -121,16 +287,37 @@ class ComputeHandler(_Base):
         if gate.locked():
             return self.fail(503, f"{limits.max_pending} simulations are already waiting; try again shortly")
         async with gate:
-            loop = asyncio.get_running_loop()
-            job = loop.run_in_executor(self.settings["hwsim_pool"](), compute, self.method, scenario,
-                                       int(seed_text), limits.timeout_s * 1.5, suggest)
+            deadline = time.time() + limits.timeout_s
+            job = self.settings["hwsim_workers"].submit(deadline, self.method, scenario, int(seed_text), suggest)
             try:
-                status, text = await asyncio.wait_for(job, timeout=limits.timeout_s)
-            except asyncio.TimeoutError:
-                return self.fail(504, f"the {self.method} took longer than {limits.timeout_s:g} s; lower steps or "
-                                      "simplify the scenario", field="steps")
+                status, text = await asyncio.wait_for(asyncio.wrap_future(job), timeout=limits.timeout_s)
+            except TimeoutError:
+                return self.fail(504, **self.late(job, s))
+            except BrokenProcessPool:
+                return self.fail(
+                    503, "the worker processes were restarted (a simulation outlived its budget); try again"
+                )
         self.set_status(status)
         self.finish(text)
+
+    def late(self, job: Future, s: Scenario) -> dict:
+        """The 504 error: the time budget ran out, and what the job was doing then. Steps are suggested only for a
+        simulation that was running (an estimate's time does not depend on them; a waiting job did not start)."""
+        budget = self.limits.timeout_s
+        head = f"the {self.method} did not finish within its time budget of {budget:g} s (HwsimServer.timeout_s)"
+        error = {"budget_s": budget}
+        if job.cancel():  # still queued: it never started, and now it never will
+            return {"message": f"{head}: it was still waiting for a free worker; try again shortly", **error}
+        workers = self.settings["hwsim_workers"]
+        asyncio.get_running_loop().call_later(GRACE * budget + 1.0, workers.reap, job)
+        if self.method == "simulate":
+            return {
+                "message": f"{head}: the simulation of steps={s.steps} was still running; fewer steps finish sooner",
+                "field": "steps",
+                "value": repr(s.steps),
+                **error,
+            }
+        return {"message": f"{head}: the estimate was still running", **error}
 
 
 class EstimateHandler(ComputeHandler):
@@ -147,26 +334,28 @@ def _jupyter_server_extension_points():
 
 def _load_jupyter_server_extension(serverapp) -> None:
     limits = HwsimServer(config=serverapp.config)
-    pool: dict = {}
-
-    def get_pool():   # started on first use; spawned, so no server state is forked
-        if "p" not in pool:
-            ctx = multiprocessing.get_context("spawn")
-            pool["p"] = ProcessPoolExecutor(max_workers=max(1, min(limits.max_workers, os.cpu_count() or 1)),
-                                            mp_context=ctx)
-        return pool["p"]
-
+    workers = Workers(limits, serverapp.log)
+    workers.start()  # in the background: the server does not wait for the worker processes
     web = serverapp.web_app
-    web.settings.update(hwsim_limits=limits, hwsim_pool=get_pool, hwsim_pools=pool,
-                        hwsim_catalog=_catalog_payload(), hwsim_gate=asyncio.Semaphore(limits.max_pending))
+    web.settings.update(
+        hwsim_limits=limits,
+        hwsim_workers=workers,
+        hwsim_catalog=_catalog_payload(),
+        hwsim_gate=asyncio.Semaphore(limits.max_pending),
+    )
     base = url_path_join(web.settings["base_url"], "hwsim", "api")
-    web.add_handlers(".*$", [(url_path_join(base, "catalog"), CatalogHandler),
-                             (url_path_join(base, "estimate"), EstimateHandler),
-                             (url_path_join(base, "simulate"), SimulateHandler)])
+    web.add_handlers(
+        ".*$",
+        [
+            (url_path_join(base, "catalog"), CatalogHandler),
+            (url_path_join(base, "estimate"), EstimateHandler),
+            (url_path_join(base, "simulate"), SimulateHandler),
+        ],
+    )
     serverapp.log.info("jupyter_hwsim: REST API at %s", base)
 
 
 def _unload_jupyter_server_extension(serverapp) -> None:
-    pool = serverapp.web_app.settings.get("hwsim_pools", {}).pop("p", None)
-    if pool is not None:
-        pool.shutdown(wait=False, cancel_futures=True)
+    workers = serverapp.web_app.settings.pop("hwsim_workers", None)
+    if workers is not None:
+        workers.shutdown()

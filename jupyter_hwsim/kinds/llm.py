@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import catalog, costs, workloads
 from ..core.simulator import Environment, jitter
-from ..diagnosis import bigger_gpus, lower_precisions, next_gpu, oom_sentence
+from ..diagnosis import bigger_gpus, engine_changes, lower_precisions, next_gpu, oom_sentence
 from .base import Candidate, KindBase
 
 PREFILL_CHUNK_TOKENS = 8192  # prefill activations are held for at most this many tokens at once
@@ -41,7 +41,8 @@ class DecodeCost:
     wb: float
     ab: float
     kvb: float
-    issue_s: float  # CPU seconds to issue one kernel
+    issue_s: float  # CPU seconds to issue one kernel (and, in a Python framework, its operator call)
+    step_host_s: float  # fixed CPU seconds per step (a compiled graph's guards, a session call)
     per_ctx: list
     ctx_compute_s: float = 0.0  # per cached token
     ctx_memory_s: float = 0.0
@@ -88,11 +89,17 @@ class DecodeCost:
         return hit
 
     def _shapes(self, b: int) -> dict:
-        """name -> (roofline of one occurrence, occurrences, operator) of each distinct per-token operator."""
+        """name -> (roofline of one occurrence, occurrences, operator) of each distinct per-token operator.
+
+        An operator that reads weights does so at the engine's decode kernels' share of the bandwidth for this
+        weight format (its dequantising GEMV: int4 is neither twice int8 nor equal to it unless they say so)."""
         fused = set(self.m.engine["fuses"])
+        eff = decode_bw_efficiency(self.m)
         out = {}
         for name, op, n in workloads.decode_groups(self.m.workload):
             f, nb, t_c, t_m = costs.roofline(op, b, self.r, self.wb, self.ab, op.cls in fused)
+            if op.params:
+                t_m /= eff
             out[name] = ((f, nb, t_c, t_m, 0 if op.cls in fused else 1), n, op)
         return out
 
@@ -105,7 +112,7 @@ class DecodeCost:
         memory = ms + ctx * self.ctx_memory_s
         launch = kernels * self.r.launch_s
         kernel = compute + memory + launch
-        issue = kernels * self.issue_s
+        issue = kernels * self.issue_s + self.step_host_s
         return {
             "compute": compute,
             "memory": memory,
@@ -154,6 +161,12 @@ class DecodeCost:
         return self.linear(b)[3] + ctx * self.ctx_bytes
 
 
+def decode_bw_efficiency(m) -> float:
+    """The share of the achievable bandwidth the engine's decode kernels reach reading weights of this format
+    (engines.toml decode_bw_efficiency, by precision; 1.0, the roofline, where the engine gives none)."""
+    return float(m.engine.get("decode_bw_efficiency", {}).get(m.s.precision, 1.0))
+
+
 def decode_cost(m) -> DecodeCost:
     s = m.s
     return DecodeCost(
@@ -162,7 +175,8 @@ def decode_cost(m) -> DecodeCost:
         costs.weight_bytes(s),
         costs.activation_bytes(s.precision, generates=True),
         costs.value_bytes(kv_precision(s)),
-        m.engine["issue_us"] * 1e-6 / s.cpu_speed,
+        (m.engine["issue_us"] + m.engine["call_us"]) * 1e-6 / s.cpu_speed,
+        m.engine["step_us"] * 1e-6 / s.cpu_speed,
         workloads.decode_operators(m.workload)[1],
     )
 
@@ -238,7 +252,7 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
         arrive = np.zeros(n)
     cv = s.jitter_cv
     conc = m.batch
-    env = Environment()
+    env = Environment(budget_s, s.steps)
     acc = _Acc()
     first = np.full(n, np.nan)  # first token (end of prefill)
     done = np.full(n, np.nan)
@@ -249,7 +263,11 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
     def jit():
         return float(jitter(rng, cv, 1)[0]) if cv > 0 else 1.0
 
+    closed_loop = s.arrivals == "closed-loop"
+
     def do_prefill(batch):
+        if closed_loop:  # a client sends its request when a slot is free: it waits in no queue
+            arrive[batch] = env.now
         c = prefill(m, len(batch))
         j = jit()
         dur = c.step_s * j
@@ -454,7 +472,7 @@ def measure(m, d: DecodeCost, out: dict) -> dict:
         "latency_ms": _percentiles(gaps),
         "ttft_ms": _percentiles(ttft[keep]),
         "e2e_ms": _percentiles(e2e[keep]),
-        "per_stream": 1.0 / float(np.mean(gaps)),
+        "per_stream": 1.0 / float(np.mean(gaps)) if np.mean(gaps) > 0 else 0.0,  # one-token outputs: no gaps
         "requests_per_s": x / float(np.mean(out["out_len"])),
         "slo_fraction": good,
         "window_s": span,
@@ -532,7 +550,7 @@ def steady_state(m, d: DecodeCost) -> dict:
     if s.batching != "static" and s.arrival_rate_rps:  # prefills of newcomers interrupt the decode steps
         itl = itl / max(1e-9, 1.0 - min(0.95, s.arrival_rate_rps * pre1.step_s))
     ttft = pre1.step_s if s.batching != "static" else prefill(m, conc).step_s
-    if not s.arrival_rate_rps:  # offline: all requests queue at once; the mean waits half the run
+    if s.arrivals == "offline":  # all requests queue at once; the mean waits half the run
         ttft += 0.5 * requests(m) * n_out / max(x, 1e-12)
     e2e = ttft + (n_out - 1) * itl
     flat = lambda v: {"p50": v * 1e3, "p95": v * 1e3, "p99": v * 1e3, "mean": v * 1e3}  # noqa: E731
@@ -552,7 +570,7 @@ def steady_state(m, d: DecodeCost) -> dict:
         "latency_ms": flat(itl),
         "ttft_ms": flat(ttft),
         "e2e_ms": flat(e2e),
-        "per_stream": 1.0 / itl,
+        "per_stream": 1.0 / itl if itl > 0 else 0.0,  # one-token outputs: no decode step
         "requests_per_s": x / n_out,
         "slo_fraction": float(itl * 1e3 <= s.latency_slo_ms),
         "window_s": 0.0,
@@ -587,8 +605,8 @@ def _explain(b, m, d, util, mem, state) -> str:
     if b == "overhead":
         return (
             "The GPU waits on kernel launches: each decode step runs hundreds of small kernels whose "
-            "launch cost exceeds their run time. CUDA graphs or a compiled engine (fusion=compiled or "
-            "tensorrt) remove most of it."
+            "launch cost exceeds their run time. CUDA graphs or a compiled engine (engine=cuda-graphs, vllm or "
+            "tensorrt-llm) remove most of it."
         )
     return (
         f"Decoding is compute-bound: with {m.batch} sequences per step the math units reach "
@@ -617,10 +635,14 @@ def _candidates(m, bottleneck: str, mem: dict) -> list[Candidate]:
         out.append(("batching=continuous", {"batching": "continuous"}, "no waiting for the longest sequence"))
     for p in lower_precisions(s, ("int8", "int4")):
         out.append((f"precision={p}", {"precision": p}, "fewer bytes per weight to read every step"))
-    if s.fusion == "eager":
-        out.append(("fusion=compiled", {"fusion": "compiled"}, "fewer kernels per step"))
-    if s.fusion != "tensorrt":
-        out.append(("fusion=tensorrt", {"fusion": "tensorrt"}, "fused attention, graph launch"))
+    out += engine_changes(
+        s,
+        [
+            ("cuda-graphs", "compiled decode replayed as a CUDA graph (gpt-fast style)"),
+            ("vllm", "fused attention, continuous batching, CUDA graphs"),
+            ("tensorrt-llm", "fused attention, graph launch"),
+        ],
+    )
     out.append((f"gpu={next_gpu(m)}", {"gpu": next_gpu(m)}, "more bandwidth and FLOP/s"))
     return out
 
@@ -647,6 +669,8 @@ class LLMKind(KindBase):
             "ttft_ms": state["ttft_ms"],
             "tokens_per_s_per_stream": state["per_stream"],
             "goodput": state["requests_per_s"] * state["slo_fraction"],
+            "prefill_tokens_per_s": m.s.prompt_tokens / prefill(m, 1).step_s,
+            "arrivals": m.s.arrivals,
         }
         return state, sim, timeline
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core import analytic, catalog, costs, simulator
 from ..core.costs import host_threads
-from ..diagnosis import LINK_LADDER, STORAGE_LADDER, bigger_gpus, next_gpu, oom_sentence
+from ..diagnosis import LINK_LADDER, STORAGE_LADDER, bigger_gpus, engine_changes, next_gpu, oom_sentence
 from .base import Candidate, KindBase, percentiles, step_details
 
 CLOSE_BEHIND = 0.15  # a stage with less spare capacity than this caps what relieving the bottleneck gains
@@ -122,7 +122,7 @@ def candidates(m, bottleneck: str, mem: dict) -> list[Candidate]:
             if catalog.get("precisions", p)["bytes"] < catalog.get("precisions", s.precision)["bytes"]:
                 out.append((f"precision={p}", {"precision": p}, "fewer bytes per weight"))
         if s.fusion == "eager":
-            out.append(("fusion=compiled", {"fusion": "compiled"}, "fused operators keep fewer activations"))
+            out += engine_changes(s, [("torch-compile", "fused operators keep fewer activations")])
         out += bigger_gpus(mem)
         return out
     w = s.loader_workers
@@ -155,10 +155,14 @@ def candidates(m, bottleneck: str, mem: dict) -> list[Candidate]:
         out.append((f"precision={p}", {"precision": p}, "tensor-core math, half the bytes"))
     elif not s.traits.trains and s.precision in ("fp16", "bf16"):
         out.append(("precision=int8", {"precision": "int8"}, "half the bytes again"))
-    if s.fusion == "eager":
-        out.append(("fusion=compiled", {"fusion": "compiled"}, "fewer kernels and HBM round trips"))
-    if not s.traits.trains and s.fusion != "tensorrt":
-        out.append(("fusion=tensorrt", {"fusion": "tensorrt"}, "fused engine, graph launch"))
+    out += engine_changes(
+        s,
+        [
+            ("torch-compile", "fewer kernels and HBM round trips, no Python per operator"),
+            ("cuda-graphs", "compiled, and each step replayed as one CUDA graph"),
+            *([] if s.traits.trains else [("tensorrt", "fused engine, graph launch")]),
+        ],
+    )
     out.append((f"batch_size={2 * m.batch}", {"batch_size": 2 * m.batch}, "more work per kernel"))
     nxt = next_gpu(m)
     out.append((f"gpu={nxt}", {"gpu": nxt}, "a faster chip"))  # the host link stays what the scenario says

@@ -17,7 +17,7 @@ import simpy
 from ..core import costs
 from ..core.errors import HwsimError
 from ..core.simulator import Busy, Environment, jitter
-from ..diagnosis import lower_precisions, next_gpu, oom_sentence
+from ..diagnosis import engine_changes, lower_precisions, next_gpu, oom_sentence
 from .base import Candidate, KindBase, step_details
 
 DEFAULT_RATE_RPS = 100.0
@@ -70,7 +70,7 @@ def run(m, bc: BatchCosts, seed: int, budget_s: float = 20.0) -> dict:
     cv = s.jitter_cv
     jit = {k: jitter(rng, cv, n).tolist() for k in ("pre", "copy", "gpu")}
     rate = offered_rate(s)
-    env = Environment()
+    env = Environment(budget_s, s.steps)
     pre = simpy.Resource(env, capacity=workers(m))
     busy = {k: Busy() for k in ("cpu", "link", "gpu")}
     t = {k: [math.nan] * n for k in ("arrive", "pre0", "inq", "form", "disp", "copy1", "done")}
@@ -485,8 +485,9 @@ def _candidates(m, bottleneck: str, mem: dict) -> list[Candidate]:
         out.append((f"precision={p}", {"precision": p}, "tensor-core math, half the bytes"))
     elif s.precision in ("fp16", "bf16"):
         out.append(("precision=int8", {"precision": "int8"}, "half the bytes again"))
-    if s.fusion != "tensorrt":
-        out.append(("fusion=tensorrt", {"fusion": "tensorrt"}, "fused engine, graph launch"))
+    out += engine_changes(
+        s, [("tensorrt", "fused engine, graph launch"), ("onnxruntime", "fused, no Python per operator")]
+    )
     if not s.pin_memory:
         out.append(("pin_memory=true", {"pin_memory": True}, "asynchronous copies"))
     out.append((f"gpu={next_gpu(m)}", {"gpu": next_gpu(m)}, "a faster chip"))

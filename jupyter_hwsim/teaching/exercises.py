@@ -120,6 +120,7 @@ CHANGEABLE = (
     "host_link_gbs",
     "pin_memory",
     "fusion",
+    "engine",
     "host_cache_gb",
 )
 # a catalogue change brings the entry's own numbers, as the simulator's suggestions do
@@ -226,7 +227,7 @@ def _judge_change(s: Scenario, change, seed: int = 0) -> bool:
     if key not in CHANGEABLE:
         return _off(
             f"{key} changes the problem itself, not the machine or its settings: try a field such as "
-            "loader_workers, cpu_cores, storage, host_cache_gb, gpu, precision, fusion or batch_size."
+            "loader_workers, cpu_cores, storage, host_cache_gb, gpu, precision, engine or batch_size."
         )
     label = f"{key}={value}"
     try:

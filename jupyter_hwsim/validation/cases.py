@@ -22,6 +22,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from ..core import catalog
 from ..core.scenario import KIND_TRAITS
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "data" / "models"
@@ -96,15 +97,15 @@ HARDWARE = [
     (r"^(Apple )?M2 Ultra", "m2-ultra", ""),
     (r"^M3 Max", "m3-max", ""),
     (r"^Intel Xeon E5-2698 v4", "ideal", "loader measured alone: an accelerator that is never the bottleneck"),
-    (r"^MI250X \(one GCD\)", None, "one GCD of an MI250X (the catalogue entry is the 2-GCD package)"),
+    (r"^MI250X \(one GCD\)", "mi250x", "one GCD: the catalogue device is what one process sees"),
 ]
 
 # a device that never binds: data-loading rows measure the input pipeline alone
 IDEAL_DEVICE = {
     "name": "ideal accelerator (never the bottleneck)",
     "memory_gb": 1e6,
-    "memory_bandwidth_gbs": 1e9,
-    "peak_tflops": {"fp32": 1e9, "fp16": 1e9, "bf16": 1e9},
+    "memory_bandwidth_gbs": 1e6,  # the largest a custom entry accepts (core/workloads.py _KEYS)
+    "peak_tflops": {"fp32": 1e7, "fp16": 1e7, "bf16": 1e7},
     "parallel_units": 100000,
     "compute_efficiency": 1.0,
     "memory_efficiency": 1.0,
@@ -231,7 +232,7 @@ ENGINES = [
     (r"ffcv", ("pytorch-eager+ffcv", "eager")),
     (r"^pytorch|torchvision", ("pytorch-eager", "eager")),
 ]
-ENGINE_FIELD = None  # "engine" once Scenario has it: each case then carries engine=<catalogue id> instead of fusion
+ENGINE_FIELD = "engine"  # "engine" once Scenario has it: each case then carries engine=<catalogue id> instead of fusion
 # engine id -> the runtime of the engine catalogue (engines.toml) it is; None: none yet, fusion stands in
 ENGINE_CATALOGUE = {
     "pytorch-eager": "pytorch-eager",
@@ -245,13 +246,39 @@ ENGINE_CATALOGUE = {
     "vllm": "vllm",
     "sglang": "sglang",
     "llama.cpp": "llama-cpp",
-    "tensorflow": None,
-    "mxnet": None,
-    "mlc-llm": None,
-    "exllama": None,
-    "exllamav2": None,
+    "tensorflow": "tensorflow",
+    "mxnet": "mxnet",
+    "mlc-llm": "mlc-llm",
+    "exllama": "exllama",
+    "exllamav2": "exllama",
 }
+
+
+def _runs_fp32_as_tf32(engine: str, row: dict, gpu) -> bool:
+    """fp32 math on a device with TF32 tensor cores runs as TF32 in NVIDIA's NGC PyTorch containers (they set
+    TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1; cuDNN convolutions use TF32 by default in PyTorch) and in TensorFlow 2.4+
+    (TF32 on by default): a published "fp32" row from either is a TF32 run."""
+    peaks = (catalog.get("gpus", gpu) if isinstance(gpu, str) else gpu).get("peak_tflops", {})
+    if "tf32" not in peaks:
+        return False
+    if row["source_id"] in _labels_tf32():  # a source with TF32 columns of its own means FP32 by "fp32"
+        return False
+    version = row.get("software_version", "")
+    return (engine.startswith("pytorch") and "NGC" in version) or engine.startswith("tensorflow")
+
+
+@functools.cache
+def _labels_tf32() -> frozenset:
+    """The sources that report TF32 runs under their own label."""
+    text = resources.files("jupyter_hwsim").joinpath("data", "reference", "published.csv").read_text()
+    return frozenset(r["source_id"] for r in csv.DictReader(io.StringIO(text)) if "tf32" in r["precision"].lower())
+
+
 NOT_EXPRESSIBLE_ENGINES = {"dali-gpu": "JPEG decoding on the GPU (DALI mixed decoder) is not modelled"}
+# dataloading rows: the host CPU (hardware string -> data/cpus.toml) and the JPEG decoder (engine id ->
+# data/decoders.toml) each row names; torchvision's ImageFolder loads its JPEGs with PIL
+LOADER_CPUS = [(r"Xeon E5-2698 v4", "xeon-e5-2698-v4")]
+LOADER_DECODERS = {"dali-cpu": "dali-cpu", "dali-gpu": "dali-gpu", "pytorch-dataloader": "pillow"}
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -302,8 +329,9 @@ INPUTS = [
 #   latency_p90     the same step time against a published 90th percentile
 #   step_ms         ms per training step = 1000 x batch / throughput
 #   per_stream      Result.tokens_per_s_per_stream (1 / time per output token)
-#   ttft_b1         details["prefill_ms"]: one prompt's prefill, the first token of a lone request
-#   prefill_tps     prompt_tokens / details["prefill_ms"] (the Result has no prefill figure yet)
+#   ttft_b1         Result.ttft_ms["p50"] of one closed-loop client: one prompt's prefill
+#   ttft_p50        Result.ttft_ms["p50"] of simulate() with `concurrency` closed-loop clients
+#   prefill_tps     Result.prefill_tokens_per_s: one request's prompt tokens over its prefill
 #   pg_tps          (prompt + output) / (prefill_ms + output x decode_step_ms): llama-bench's pg test
 #   itl_median      Result.latency_ms["p50"] of simulate(): the median gap between output tokens
 #   time_per_batch  seconds per batch = batch / throughput
@@ -321,14 +349,14 @@ METRICS = [
     (("llm_prefill", "prefill+decode"), "pg_tps", {"concurrency": 1}),
     (("serving", "throughput_out_total"), "throughput", {}),
     (("serving", "itl_median"), "itl_median", {}),
+    (("serving", "ttft_median"), "ttft_p50", {}),
     (("dataloading", "time_per_batch_mean"), "time_per_batch", {}),
 ]
 METRIC_REASONS = [
-    (("serving", "ttft_median"), "closed-loop client TTFT excludes the queue wait that the offline run counts"),
     (("serving", "throughput_scheduled"), "MLPerf Server: the highest rate meeting a p99 bound (a search)"),
     (("training", "time_to_train"), "time to train includes evaluation and schedule: not a throughput"),
 ]
-SIMULATED = {"itl_median"}  # measures read from simulate(); the others from estimate()
+SIMULATED = {"itl_median", "ttft_p50"}  # measures read from simulate(); the others from estimate()
 
 # kind of scenario per category
 KINDS = {
@@ -480,12 +508,23 @@ def case(row: dict) -> dict:
     if eng is None:
         return {"reason": f"engine not mapped ({row['engine']})"}
     engine, fusion = eng[1]
-    if engine in NOT_EXPRESSIBLE_ENGINES:
+    if cat == "dataloading":
+        fields["cpu"] = next((c for p, c in LOADER_CPUS if re.search(p, row["hardware"])), None)
+        fields["decoder"] = LOADER_DECODERS.get(engine)
+        if fields["decoder"]:
+            notes.append(f"decoder {fields['decoder']} (data/decoders.toml) on the row's host CPU")
+    if engine in NOT_EXPRESSIBLE_ENGINES and not fields.get("decoder"):
         return {"reason": NOT_EXPRESSIBLE_ENGINES[engine]}
     fields["fusion"] = fusion
     if ENGINE_FIELD and ENGINE_CATALOGUE.get(engine):
         del fields["fusion"]
         fields[ENGINE_FIELD] = ENGINE_CATALOGUE[engine]
+
+    if fields.get("precision") == "fp32" and _runs_fp32_as_tf32(engine, row, fields["gpu"]):
+        fields["precision"] = "tf32"
+        notes.append(
+            "fp32 runs as TF32 here: NGC's PyTorch enables TF32 for cuBLAS and cuDNN, TensorFlow 2.4+ by default"
+        )
 
     m, inp = _first(INPUTS, row["input"])
     if inp is None:

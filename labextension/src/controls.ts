@@ -174,8 +174,8 @@ function selectOptions(c: ICatalog, scenario: Scenario, name: string, current: V
     case 'precision':
       options = plain(c.precisions);
       break;
-    case 'fusion':
-      options = plain(c.fusions);
+    case 'engine':
+      options = named(c.engines);
       break;
     case 'batching':
       options = plain(c.batching);

@@ -24,7 +24,7 @@ export const CONTROLS: { [field: string]: ControlSpec } = {
   workload: { type: 'select' },
   gpu: { type: 'select' },
   precision: { type: 'select' },
-  fusion: { type: 'select' },
+  engine: { type: 'select' },
   batch_size: { type: 'log2', min: 1, max: 4096 },
   max_batch_size: { type: 'log2', min: 1, max: 4096 },
   concurrency: { type: 'log2', min: 1, max: 4096 },

@@ -47,6 +47,7 @@ export interface ICatalog {
   kinds: string[];
   precisions: string[];
   fusions: string[];
+  engines: { [id: string]: ICatalogEntry & { fusion?: string; trains?: boolean } };
   batching: string[];
   gpus: { [id: string]: IGpuEntry };
   storage: { [id: string]: IStorageEntry };

@@ -161,7 +161,8 @@ def _input_bytes(onnx, inputs) -> float:
 
 class _Graph:
     def __init__(self, g, weights: dict, batch: int):
-        self.g, self.notes, self.batch = g, [], batch
+        self.g, self.batch = g, batch
+        self.notes: list = []
         self.shape: dict = {}
         self.etype: dict = {}
         for vi in [*g.input, *g.value_info, *g.output]:

@@ -36,6 +36,10 @@ const CATALOG: ICatalog = {
   kinds: ['training', 'inference', 'serving', 'llm'],
   precisions: ['fp32', 'bf16', 'int8'],
   fusions: ['eager', 'compiled', 'tensorrt'],
+  engines: {
+    'pytorch-eager': { id: 'pytorch-eager', name: 'PyTorch eager', fusion: 'eager', trains: true },
+    'torch-compile': { id: 'torch-compile', name: 'torch.compile (Inductor)', fusion: 'compiled', trains: true }
+  },
   batching: ['static', 'continuous'],
   gpus: {
     'a100-sxm-80gb': { id: 'a100-sxm-80gb', name: 'NVIDIA A100 SXM 80GB', memory_gb: 80, host_link: 'pcie4' },
@@ -72,7 +76,8 @@ const CATALOG: ICatalog = {
     storage_bandwidth_gbs: field('float', 'GB/s', null),
     host_link: field('str', '', null),
     pin_memory: field('bool', '', true),
-    fusion: field('str', '', 'eager', ['eager', 'compiled', 'tensorrt']),
+    engine: field('str', '', null),
+    fusion: field('str', '', null, ['eager', 'compiled', 'tensorrt']),
     steps: field('int', 'steps', 200),
     arrival_rate_rps: field('float', 'req/s', null),
     concurrency: field('int', 'clients', null),
@@ -84,7 +89,7 @@ const CATALOG: ICatalog = {
     output_tokens: field('int', 'tokens', 128),
     batching: field('str', '', 'continuous', ['static', 'continuous'])
   },
-  common_fields: ['kind', 'workload', 'gpu', 'precision', 'fusion'],
+  common_fields: ['kind', 'workload', 'gpu', 'precision', 'engine'],
   kind_fields: {
     training: [
       'batch_size',
@@ -128,7 +133,7 @@ describe('which controls a kind shows', () => {
       'workload',
       'gpu',
       'precision',
-      'fusion',
+      'engine',
       'batch_size',
       'loader_workers',
       'cpu_cores',
@@ -258,7 +263,9 @@ describe('the %hwsim line', () => {
     expect(line).toBe(
       '%hwsim run workload=resnet50 batch_size=128 loader_workers=2 storage_bandwidth_gbs=3.16 pin_memory=false'
     );
-    expect(nonDefaultFields(CATALOG, { precision: 'BF16', fusion: 'compiled' })).toEqual({ fusion: 'compiled' });
+    expect(nonDefaultFields(CATALOG, { precision: 'BF16', engine: 'torch-compile' })).toEqual({
+      engine: 'torch-compile'
+    });
   });
 
   it('reads back as the same scenario (as the magic parses values)', () => {

@@ -11,6 +11,7 @@ const CATALOG: ICatalog = {
   kinds: ['training'],
   precisions: ['bf16'],
   fusions: ['eager'],
+  engines: {},
   batching: ['static'],
   gpus: {},
   storage: {},

@@ -315,7 +315,6 @@ def record_step(step, batch) -> dict:
     from torch.multiprocessing.reductions import StorageWeakRef  # storage identity on any device (meta too)
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
-    from torch.utils.flop_counter import flop_registry
 
     totals = {c: {"flops": 0.0, "values_in": 0.0, "values_out": 0.0, "kernels": 0} for c in ("matmul", "other")}
     params, seen, devices = {}, {"backward": False, "h2d_bytes": 0.0}, {}
@@ -339,23 +338,11 @@ def record_step(step, batch) -> dict:
             for t in ins:
                 if isinstance(t, torch.nn.Parameter):
                     params[StorageWeakRef(t.untyped_storage())] = t.numel()
-            storages = {StorageWeakRef(t.untyped_storage()) for t in ins}
-            if (
-                not func._schema.is_mutable
-                and outs
-                and all(StorageWeakRef(t.untyped_storage()) in storages for t in outs)
-            ):
+            if _is_alias(func, ins, outs):
                 return out  # a view or alias: no kernel, no bytes
             seen["backward"] |= "backward" in name
-            cls = "matmul" if name in _MATMUL_OPS else "other"
-            flops = 0.0
-            if func._overloadpacket in flop_registry:
-                try:  # the registry's formula, as torch.utils.flop_counter.FlopCounterMode calls it
-                    flops = float(flop_registry[func._overloadpacket](*args, **kwargs, out_val=out))
-                except Exception:  # a formula that needs more than shapes: count this operator's bytes only
-                    flops = 0.0
-            acc = totals[cls]
-            acc["flops"] += flops
+            acc = totals["matmul" if name in _MATMUL_OPS else "other"]
+            acc["flops"] += _op_flops(func, args, kwargs, out)
             acc["values_in"] += sum(t.numel() for t in ins if not isinstance(t, torch.nn.Parameter))
             acc["values_out"] += sum(t.numel() for t in outs)
             acc["kernels"] += 1
@@ -375,6 +362,29 @@ def record_step(step, batch) -> dict:
         "device": max(accelerators, key=accelerators.get) if accelerators else "cpu",
         "h2d_bytes": seen["h2d_bytes"],
     }
+
+
+def _is_alias(func, ins: list, outs: list) -> bool:
+    """An operator that mutates nothing and whose every output shares an input's storage: a view or alias."""
+    from torch.multiprocessing.reductions import StorageWeakRef
+
+    storages = {StorageWeakRef(t.untyped_storage()) for t in ins}
+    return bool(
+        not func._schema.is_mutable and outs and all(StorageWeakRef(t.untyped_storage()) in storages for t in outs)
+    )
+
+
+def _op_flops(func, args, kwargs, out) -> float:
+    """The operator's FLOPs by the registry's formula, as torch.utils.flop_counter.FlopCounterMode calls it; 0 where
+    it has none, or one that needs more than shapes (the operator's bytes are counted all the same)."""
+    from torch.utils.flop_counter import flop_registry
+
+    if func._overloadpacket not in flop_registry:
+        return 0.0
+    try:
+        return float(flop_registry[func._overloadpacket](*args, **kwargs, out_val=out))
+    except Exception:
+        return 0.0
 
 
 def _synchronizer(device: str):
@@ -580,225 +590,313 @@ def calibrate(loader, step, steps: int = 20, warmup: int = 3, rounds: int = 3) -
     A step that copies its batch to an accelerator (CUDA, ...) is timed with the device synchronized;
     the copy is timed on its own and becomes the host link, the rest of the step the device."""
     _check(loader, step, steps, warmup, rounds)
-    torch = _torch()
-    from .. import api
+    session = _Session(loader, step, steps, warmup, rounds)  # records the step: its operators and device
+    med, run, cv = session.measure()  # the medians over the rounds
+    loading = session.loader_costs(med)
+    dev, copy = session.device_entry()
+    base = session.base_scenario(med, loading, dev, copy["pin"], cv)
+    dev = session.fit(base, med, run, copy)
+    return session.result(base.replace(gpu=dev), base, dev, med, run, loading, copy, cv)
 
-    bs, nw = loader.batch_size, loader.num_workers
-    is_dataloader = isinstance(loader, torch.utils.data.DataLoader)
-    n_load = max(3, min(steps, 10))
-    inproc = _clone(loader, 0) if is_dataloader else loader
-    batch = next(iter(inproc))
-    half = max(1, bs // 2)
-    batches = [batch, _slice(batch, half)] if half < bs else [batch]
-    # the step's operators and its device first: a step on an accelerator is timed synchronized
-    rec = record_step(step, batch)
-    device, h2d = rec["device"], rec["h2d_bytes"]
-    sync = _synchronizer(device)
-    on_host = device == "cpu"
-    if on_host:  # and at twice the batch: a step's time can grow faster than the batch (caches)
-        batches.append(_double(batch))
 
-    def synced(b):
-        step(b)
-        sync()
+class _Session:
+    """One calibration of a loader and a step. Each method is a step of calibrate(), in the order it takes
+    them: the measurements (which run the user's code, so their order is the measurement's), then the
+    figures derived from them, the scenario, the fitted device and the report."""
 
-    threads, cores = torch.get_num_threads(), _cores()
-    for _ in range(warmup):
-        for b in batches:
-            synced(b)
-    # Every figure is measured once per round and the median over rounds is kept: the speed of a
-    # shared machine drifts over seconds, and rounds spread every figure over the same spells.
-    # The pipelines keep running between rounds, as in a training epoch (their workers wait with a full
-    # prefetch queue), so that a round times them in their steady state, not a new worker's first batches.
-    running = {"inproc": _batches(inproc), "user": _batches(_clone(loader, nw) if is_dataloader else loader)}
-    if is_dataloader and half < bs:  # loading in the main process at half the batch: its cost per batch
-        running["inproc_half"] = _batches(_clone(loader, 0, half))
-    shared_nw = nw or (1 if on_host and is_dataloader and cores > 1 else 0)
-    if shared_nw and not nw:
-        # no workers beside the step in the user's run: run one, to see how they share the cores
-        running["shared"] = _batches(_clone(loader, 1))
-    if on_host and is_dataloader and shared_nw and half < bs:
-        # and the shared run at half the batch: what sharing costs per step, not per sample
-        running["half"] = _batches(_clone(loader, shared_nw, half))
-    figures, step_times = [], []
-    for _ in range(rounds):
+    def __init__(self, loader, step, steps: int, warmup: int, rounds: int):
+        torch = _torch()
+        self.loader, self.step, self.steps, self.warmup, self.rounds = loader, step, steps, warmup, rounds
+        bs = self.bs = loader.batch_size
+        self.nw = loader.num_workers
+        self.is_dataloader = isinstance(loader, torch.utils.data.DataLoader)
+        self.n_load = max(3, min(steps, 10))  # batches each load figure is the median of
+        self.inproc = _clone(loader, 0) if self.is_dataloader else loader
+        self.batch = next(iter(self.inproc))
+        self.half = half = max(1, bs // 2)
+        self.batches = [self.batch, _slice(self.batch, half)] if half < bs else [self.batch]
+        # the step's operators and its device first: a step on an accelerator is timed synchronized
+        self.rec = record_step(step, self.batch)
+        self.device, self.h2d = self.rec["device"], self.rec["h2d_bytes"]
+        self.sync = _synchronizer(self.device)
+        self.on_host = self.device == "cpu"
+        if self.on_host:  # and at twice the batch: a step's time can grow faster than the batch (caches)
+            self.batches.append(_double(self.batch))
+        self.threads, self.cores = torch.get_num_threads(), _cores()
+        # the step's operators per sample (their kernels per step)
+        self.per = {c: {k: (v / bs if k != "kernels" else v) for k, v in o.items()} for c, o in self.rec["ops"].items()}
+
+    def synced(self, b):
+        """The user's step on batch b, then a wait for the device's queued work."""
+        self.step(b)
+        self.sync()
+
+    def measure(self) -> tuple[dict, dict, float]:
+        """Warm the step up, then take every figure once per round and keep its median over the rounds: the
+        speed of a shared machine drifts over seconds, and rounds spread every figure over the same spells.
+        Returns the medians, the user's pipeline as run (with the spread of its rounds) and the step's cv."""
+        for _ in range(self.warmup):
+            for b in self.batches:
+                self.synced(b)
+        running = self._start_pipelines()
+        figures, step_times = [], []
+        for _ in range(self.rounds):
+            f, walls = self._measure_round(running)
+            figures.append(f)
+            step_times += walls
+        for it in running.values():
+            it.close()  # shuts the workers down
+        med = {k: statistics.median(f[k] for f in figures) if figures[0][k] is not None else None for k in figures[0]}
+        cv = statistics.pstdev(step_times) / statistics.mean(step_times)
+        run = {k: med[k] for k in ("throughput", "wait_share", "loop_step_ms")}
+        # how far the rounds of the user's pipeline spread about their median: the noise on every figure
+        tp = [f["throughput"] for f in figures]
+        run["throughput_range"] = (min(tp) / run["throughput"] - 1, max(tp) / run["throughput"] - 1)
+        return med, run, cv
+
+    def _start_pipelines(self) -> dict:
+        """The pipelines the rounds time, started once. They keep running between rounds, as in a training epoch
+        (their workers wait with a full prefetch queue), so that a round times them in their steady state, not a
+        new worker's first batches."""
+        loader, bs, half, nw, dl = self.loader, self.bs, self.half, self.nw, self.is_dataloader
+        running = {"inproc": _batches(self.inproc), "user": _batches(_clone(loader, nw) if dl else loader)}
+        if dl and half < bs:  # loading in the main process at half the batch: its cost per batch
+            running["inproc_half"] = _batches(_clone(loader, 0, half))
+        shared_nw = nw or (1 if self.on_host and dl and self.cores > 1 else 0)
+        if shared_nw and not nw:
+            # no workers beside the step in the user's run: run one, to see how they share the cores
+            running["shared"] = _batches(_clone(loader, 1))
+        if self.on_host and dl and shared_nw and half < bs:
+            # and the shared run at half the batch: what sharing costs per step, not per sample
+            running["half"] = _batches(_clone(loader, shared_nw, half))
+        return running
+
+    def _measure_round(self, running: dict) -> tuple[dict, list]:
+        """One round of every figure (seconds); and the step times at the batch size."""
+        bs, half = self.bs, self.half
         f = {}
         # loading in the main process as num_workers=0 does it: between steps
-        f["load_s"] = _run_pipeline(running["inproc"], bs, synced, n_load, 1)["loop_wait_ms"] / 1e3
+        f["load_s"] = _run_pipeline(running["inproc"], bs, self.synced, self.n_load, 1)["loop_wait_ms"] / 1e3
         f["load_half_s"] = (
-            _run_pipeline(running["inproc_half"], half, synced, n_load, 1)["loop_wait_ms"] / 1e3
+            _run_pipeline(running["inproc_half"], half, self.synced, self.n_load, 1)["loop_wait_ms"] / 1e3
             if "inproc_half" in running
             else None
         )
         # the step on a batch in memory, at the batch size, at half of it and (on the CPU) at twice it
-        (f["step_s"], *rest), f["step_cores"], walls = _time_steps(synced, batches, steps)
+        (f["step_s"], *rest), f["step_cores"], walls = _time_steps(self.synced, self.batches, self.steps)
         f["half_s"] = rest[0] if half < bs else f["step_s"]
-        if on_host:
+        if self.on_host:
             f["double_s"] = rest[-1]
-        step_times += walls
-        f["spin_s"] = _spin_s(synced, batch)
-        # loading on one thread, as a worker does it (its I/O wait is what it does not spend on a core),
-        # then in one real worker process, and taking a ready batch from it
+        f["spin_s"] = _spin_s(self.synced, self.batch)
+        f.update(self._load_figures())
+        f.update(self._pipeline_figures(running))
+        return f, walls
+
+    def _load_figures(self) -> dict:
+        """Loading on one thread, as a worker does it (its I/O wait is what it does not spend on a core), then in
+        one real worker process, and taking a ready batch from it."""
+        torch = _torch()
         torch.set_num_threads(1)
         try:
-            f["load1_s"], f["cpu1_s"] = _time_load(inproc, n_load)
+            load1_s, cpu1_s = _time_load(self.inproc, self.n_load)
         finally:
-            torch.set_num_threads(threads)
-        f["worker_s"], f["receive_s"] = _worker_load(loader, n_load) if is_dataloader else (f["load1_s"], 0.0)
+            torch.set_num_threads(self.threads)
+        worker_s, receive_s = _worker_load(self.loader, self.n_load) if self.is_dataloader else (load1_s, 0.0)
         # and at half the batch: what a worker spends per batch whatever its size (queues, shared memory)
-        f["worker_half_s"] = _worker_load(loader, n_load, half)[0] if is_dataloader and half < bs else None
-        # the pipeline as the user runs it
-        f.update(_run_pipeline(running["user"], bs, synced, steps, warmup))
+        worker_half_s = (
+            _worker_load(self.loader, self.n_load, self.half)[0] if self.is_dataloader and self.half < self.bs else None
+        )
+        return {
+            "load1_s": load1_s,
+            "cpu1_s": cpu1_s,
+            "worker_s": worker_s,
+            "receive_s": receive_s,
+            "worker_half_s": worker_half_s,
+        }
+
+    def _pipeline_figures(self, running: dict) -> dict:
+        """The pipeline as the user runs it, and the runs that share the cores with workers (see _start_pipelines)."""
+        f = _run_pipeline(running["user"], self.bs, self.synced, self.steps, self.warmup)
         if "shared" in running:
-            shared = _run_pipeline(running["shared"], bs, synced, steps, warmup)
+            shared = _run_pipeline(running["shared"], self.bs, self.synced, self.steps, self.warmup)
             f["shared_step_ms"], f["shared_throughput"] = shared["loop_step_ms"], shared["throughput"]
         if "half" in running:
-            f["half_throughput"] = _run_pipeline(running["half"], half, synced, steps, warmup)["throughput"]
-        figures.append(f)
-    for it in running.values():
-        it.close()  # shuts the workers down
-    med = {k: statistics.median(f[k] for f in figures) if figures[0][k] is not None else None for k in figures[0]}
-    load_s, step_s, half_s, wall1 = med["load_s"], med["step_s"], med["half_s"], med["load1_s"]
-    worker_s, receive_s, step_cores = med["worker_s"], med["receive_s"], med["step_cores"]
-    handoff_s = max(0.0, worker_s - wall1)
-    io_s = max(0.0, wall1 - med["cpu1_s"])
-    # loading's cost per batch whatever its size (the sampler, fetching, collating): where the line through
-    # its two batch sizes meets zero; the per-sample rest is decoding and augmenting
-    prep_s = max(0.0, load_s - io_s)
-    prep_batch_s = (
-        0.0
-        if med["load_half_s"] is None
-        else min(prep_s, max(0.0, _line([(half, med["load_half_s"] - io_s * half / bs), (bs, prep_s)])[0]))
-    )
-    # and the worker's, beyond it (queues, shared memory)
-    per_batch_s = (
-        0.0
-        if med["worker_half_s"] is None
-        else min(handoff_s, max(0.0, _line([(half, med["worker_half_s"]), (bs, worker_s)])[0] - prep_batch_s))
-    )
-    cv = statistics.pstdev(step_times) / statistics.mean(step_times)
-    run = {k: med[k] for k in ("throughput", "wait_share", "loop_step_ms")}
-    # how far the rounds of the user's pipeline spread about their median: the noise on every figure
-    tp = [f["throughput"] for f in figures]
-    run["throughput_range"] = (min(tp) / run["throughput"] - 1, max(tp) / run["throughput"] - 1)
-    per = {c: {k: (v / bs if k != "kernels" else v) for k, v in o.items()} for c, o in rec["ops"].items()}
-    pin = bool(getattr(loader, "pin_memory", False))
-    dev = _device_entry(device, sync, threads, cores)
-    if on_host:  # the CPU is the device: the step's threads share the cores with the loader workers
-        pageable_s = pinned_s = None
-        link = {"name": "none: the step reads the batch where it lies", "bandwidth_gbs": 1e4, "pageable_factor": 1.0}
-        copy_s = half_copy_s = 0.0
-    else:  # an accelerator: the copy is the host link's, the rest of the step the device's
-        pageable_s = _copy_s(device, h2d, False, sync)
-        pinned_s = _copy_s(device, h2d, True, sync)
-        pin = pin and pinned_s is not None
-        fastest = pinned_s or pageable_s
-        link = {
-            "name": f"this machine's host-to-{device} link (measured)",
-            "bandwidth_gbs": max(h2d, 1) / fastest / 1e9,
-            "pageable_factor": fastest / pageable_s,
+            f["half_throughput"] = _run_pipeline(running["half"], self.half, self.synced, self.steps, self.warmup)[
+                "throughput"
+            ]
+        return f
+
+    def loader_costs(self, med: dict) -> dict:
+        """The loader's costs (seconds) from the medians: the I/O wait of a batch, preprocessing it (per batch
+        whatever its size, the rest per sample) and a worker's hand-off beyond it (of it, per batch)."""
+        bs, half = self.bs, self.half
+        handoff_s = max(0.0, med["worker_s"] - med["load1_s"])
+        io_s = max(0.0, med["load1_s"] - med["cpu1_s"])
+        # loading's cost per batch whatever its size (the sampler, fetching, collating): where the line through
+        # its two batch sizes meets zero; the per-sample rest is decoding and augmenting
+        prep_s = max(0.0, med["load_s"] - io_s)
+        prep_batch_s = (
+            0.0
+            if med["load_half_s"] is None
+            else min(prep_s, max(0.0, _line([(half, med["load_half_s"] - io_s * half / bs), (bs, prep_s)])[0]))
+        )
+        # and the worker's, beyond it (queues, shared memory)
+        per_batch_s = (
+            0.0
+            if med["worker_half_s"] is None
+            else min(
+                handoff_s, max(0.0, _line([(half, med["worker_half_s"]), (bs, med["worker_s"])])[0] - prep_batch_s)
+            )
+        )
+        return {"io_s": io_s, "prep_s": prep_s, "prep_batch_s": prep_batch_s, "handoff_s": handoff_s,
+                "per_batch_s": per_batch_s}  # fmt: skip
+
+    def device_entry(self) -> tuple[dict, dict]:
+        """This machine's device and its host link, measured, and the copy's figures: {pin, pageable_s, pinned_s,
+        copy_s, half_copy_s}. On the CPU the step reads the batch where it lies; on an accelerator the copy is
+        the host link's, the rest of the step the device's."""
+        device, sync, pin = self.device, self.sync, bool(getattr(self.loader, "pin_memory", False))
+        dev = _device_entry(device, sync, self.threads, self.cores)
+        if self.on_host:
+            link = {
+                "name": "none: the step reads the batch where it lies",
+                "bandwidth_gbs": 1e4,
+                "pageable_factor": 1.0,
+            }
+            copy = {"pin": pin, "pageable_s": None, "pinned_s": None, "copy_s": 0.0, "half_copy_s": 0.0}
+        else:
+            pageable_s = _copy_s(device, self.h2d, False, sync)
+            pinned_s = _copy_s(device, self.h2d, True, sync)
+            pin = pin and pinned_s is not None
+            fastest = pinned_s or pageable_s
+            link = {
+                "name": f"this machine's host-to-{device} link (measured)",
+                "bandwidth_gbs": max(self.h2d, 1) / fastest / 1e9,
+                "pageable_factor": fastest / pageable_s,
+            }
+            copy_s = pinned_s if pin else pageable_s
+            copy = {"pin": pin, "pageable_s": pageable_s, "pinned_s": pinned_s, "copy_s": copy_s,
+                    "half_copy_s": copy_s * self.half / self.bs}  # fmt: skip
+        dev["host_link"] = link
+        return dev, copy
+
+    def base_scenario(self, med: dict, loading: dict, dev: dict, pin: bool, cv: float) -> Scenario:
+        """The scenario of the measured pipeline, its device's FLOP rate and per-operator cost not yet fitted: the
+        recorded step as a workload, the loader's costs, the I/O wait as the storage's latency."""
+        bs, per, rec = self.bs, self.per, self.rec
+        workload = {
+            "name": "calibrated pipeline",
+            "arch": "measured",
+            "params": rec["params"],
+            "matmul": per["matmul"],
+            "other": per["other"],
+            "device_bytes_per_sample": (_batch_bytes(self.batch) if self.on_host else self.h2d) / bs,
+            "input_bytes_per_sample": 1.0,
+            "preprocess_ms_per_sample": (loading["prep_s"] - loading["prep_batch_s"]) / bs * 1e3,
+            "preprocess_ms_per_batch": loading["prep_batch_s"] * 1e3,
+            "handoff_ms_per_sample": (loading["handoff_s"] - loading["per_batch_s"]) / bs * 1e3,
+            "handoff_ms_per_batch": loading["per_batch_s"] * 1e3,
+            "receive_ms_per_batch": med["receive_s"] * 1e3,
+            "default_batch_size": bs,
         }
-        copy_s = pinned_s if pin else pageable_s
-        half_copy_s = copy_s * half / bs
-    dev["host_link"] = link
-    workload = {
-        "name": "calibrated pipeline",
-        "arch": "measured",
-        "params": rec["params"],
-        "matmul": per["matmul"],
-        "other": per["other"],
-        "device_bytes_per_sample": (_batch_bytes(batch) if on_host else h2d) / bs,
-        "input_bytes_per_sample": 1.0,
-        "preprocess_ms_per_sample": (prep_s - prep_batch_s) / bs * 1e3,
-        "preprocess_ms_per_batch": prep_batch_s * 1e3,
-        "handoff_ms_per_sample": (handoff_s - per_batch_s) / bs * 1e3,
-        "handoff_ms_per_batch": per_batch_s * 1e3,
-        "receive_ms_per_batch": receive_s * 1e3,
-        "default_batch_size": bs,
-    }
-    storage = {
-        "name": "this machine's dataset storage (measured)",
-        "bandwidth_gbs": 1e4,
-        "latency_ms": io_s / bs * 1e3,
-        "concurrency": 1,
-    }
-    base = Scenario(
-        kind="training" if rec["training"] else "inference",
-        workload=workload,
-        gpu=dev,
-        precision="fp32",
-        batch_size=bs,
-        loader_workers=nw,
-        prefetch_factor=getattr(loader, "prefetch_factor", None) or 2,
-        cpu_cores=cores,
-        storage=storage,
-        pin_memory=pin,
-        jitter_cv=round(min(1.0, cv), 3),
-    )
-    if on_host:  # the least-squares line through half, one and two batches, read at half and one
-        a, b = _line([(half, half_s), (bs, step_s), (2 * bs, med["double_s"])])
-        fit_s, fit_half_s = a + b * bs, a + b * half
-    else:
-        fit_s, fit_half_s = step_s - copy_s, half_s - half_copy_s
-    dev = _fit_device(base, bs, half, max(1e-9, fit_s), max(1e-9, fit_half_s))
-    if on_host and (nw or "shared_step_ms" in med):  # a run shared the cores with workers: how well, measured
-        shared = (
-            (nw, run["loop_step_ms"], run["throughput"]) if nw else (1, med["shared_step_ms"], med["shared_throughput"])
+        storage = {
+            "name": "this machine's dataset storage (measured)",
+            "bandwidth_gbs": 1e4,
+            "latency_ms": loading["io_s"] / bs * 1e3,
+            "concurrency": 1,
+        }
+        return Scenario(
+            kind="training" if rec["training"] else "inference",
+            workload=workload,
+            gpu=dev,
+            precision="fp32",
+            batch_size=bs,
+            loader_workers=self.nw,
+            prefetch_factor=getattr(self.loader, "prefetch_factor", None) or 2,
+            cpu_cores=self.cores,
+            storage=storage,
+            pin_memory=pin,
+            jitter_cv=round(min(1.0, cv), 3),
         )
-        dev = _fit_contention(
-            base.replace(gpu=dev, loader_workers=shared[0]),
-            *shared[1:],
-            (half, med["half_throughput"]) if "half_throughput" in med else None,
-        )
-    # the model of the pipeline beside the fastest run of it
-    scenario = base.replace(gpu=dev)
-    r = api.simulate(scenario, suggest=False)
-    waited = 1.0 - _loop_step_ms(r) / 1e3 * r.throughput / bs
-    measured = {
-        "batch_size": bs,
-        "half_batch": half,
-        "num_workers": nw,
-        "cpu_cores": cores,
-        "device": device,
-        "load_ms": load_s * 1e3,
-        "load_half_ms": med["load_half_s"] and med["load_half_s"] * 1e3,
-        "preprocess_ms_per_batch": prep_batch_s * 1e3,
-        "load1_ms": wall1 * 1e3,
-        "io_ms_per_sample": io_s / bs * 1e3,
-        "worker_ms": worker_s * 1e3,
-        "worker_half_ms": med["worker_half_s"] and med["worker_half_s"] * 1e3,
-        "handoff_ms_per_batch": per_batch_s * 1e3,
-        "half_throughput": med.get("half_throughput"),
-        "receive_ms": receive_s * 1e3,
-        "spin_ms": med["spin_s"] * 1e3,
-        "step_ms": step_s * 1e3,
-        "half_step_ms": half_s * 1e3,
-        "double_step_ms": med["double_s"] * 1e3 if on_host else None,
-        "step_cv": cv,
-        "step_threads": dev.get("host_threads", 0),
-        "step_cores": step_cores,
-        "kernels": int(per["matmul"]["kernels"] + per["other"]["kernels"]),
-        "gflops_per_step": (per["matmul"]["flops"] + per["other"]["flops"]) * bs / 1e9,
-        "params": int(rec["params"]),
-        "kind": base.kind,
-        "memory_bandwidth_gbs": dev["memory_bandwidth_gbs"],
-        "copy_bytes_per_batch": h2d,
-        "copy_pageable_ms": pageable_s and pageable_s * 1e3,
-        "copy_pinned_ms": pinned_s and pinned_s * 1e3,
-        "pin_memory": pin,
-        "device_gflops": dev["peak_tflops"]["fp32"] * 1e3,
-        "per_op_us": dev["launch_overhead_us"],
-        "contention": dev.get("contention_efficiency"),
-        "rounds": rounds,
-        **run,
-    }
-    predicted = {
-        "throughput": r.throughput,
-        "wait_share": waited,
-        "bottleneck": r.bottleneck,
-        "loop_step_ms": _loop_step_ms(r),
-    }
-    return Calibration(scenario, measured, predicted)
+
+    def fit(self, base: Scenario, med: dict, run: dict, copy: dict) -> dict:
+        """The device fitted to the step times (_fit_device) and, where a run shared the cores with workers, to how
+        well they share them (_fit_contention)."""
+        bs, half, nw = self.bs, self.half, self.nw
+        if self.on_host:  # the least-squares line through half, one and two batches, read at half and one
+            a, b = _line([(half, med["half_s"]), (bs, med["step_s"]), (2 * bs, med["double_s"])])
+            fit_s, fit_half_s = a + b * bs, a + b * half
+        else:
+            fit_s, fit_half_s = med["step_s"] - copy["copy_s"], med["half_s"] - copy["half_copy_s"]
+        dev = _fit_device(base, bs, half, max(1e-9, fit_s), max(1e-9, fit_half_s))
+        if self.on_host and (nw or "shared_step_ms" in med):  # a run shared the cores with workers: how well
+            shared = (
+                (nw, run["loop_step_ms"], run["throughput"])
+                if nw
+                else (1, med["shared_step_ms"], med["shared_throughput"])
+            )
+            dev = _fit_contention(
+                base.replace(gpu=dev, loader_workers=shared[0]),
+                *shared[1:],
+                (half, med["half_throughput"]) if "half_throughput" in med else None,
+            )
+        return dev
+
+    def result(self, scenario, base, dev, med, run, loading, copy, cv) -> Calibration:
+        """The model of the pipeline beside the fastest run of it: the scenario simulated, and what was measured."""
+        from .. import api
+
+        r = api.simulate(scenario, suggest=False)
+        waited = 1.0 - _loop_step_ms(r) / 1e3 * r.throughput / self.bs
+        predicted = {
+            "throughput": r.throughput,
+            "wait_share": waited,
+            "bottleneck": r.bottleneck,
+            "loop_step_ms": _loop_step_ms(r),
+        }
+        return Calibration(scenario, self._measured(base, dev, med, run, loading, copy, cv), predicted)
+
+    def _measured(self, base, dev, med, run, loading, copy, cv) -> dict:
+        """Every figure measured or fitted, in the units Calibration.report() shows (ms, GB/s, GFLOP/s)."""
+        bs, per = self.bs, self.per
+        return {
+            "batch_size": bs,
+            "half_batch": self.half,
+            "num_workers": self.nw,
+            "cpu_cores": self.cores,
+            "device": self.device,
+            "load_ms": med["load_s"] * 1e3,
+            "load_half_ms": med["load_half_s"] and med["load_half_s"] * 1e3,
+            "preprocess_ms_per_batch": loading["prep_batch_s"] * 1e3,
+            "load1_ms": med["load1_s"] * 1e3,
+            "io_ms_per_sample": loading["io_s"] / bs * 1e3,
+            "worker_ms": med["worker_s"] * 1e3,
+            "worker_half_ms": med["worker_half_s"] and med["worker_half_s"] * 1e3,
+            "handoff_ms_per_batch": loading["per_batch_s"] * 1e3,
+            "half_throughput": med.get("half_throughput"),
+            "receive_ms": med["receive_s"] * 1e3,
+            "spin_ms": med["spin_s"] * 1e3,
+            "step_ms": med["step_s"] * 1e3,
+            "half_step_ms": med["half_s"] * 1e3,
+            "double_step_ms": med["double_s"] * 1e3 if self.on_host else None,
+            "step_cv": cv,
+            "step_threads": dev.get("host_threads", 0),
+            "step_cores": med["step_cores"],
+            "kernels": int(per["matmul"]["kernels"] + per["other"]["kernels"]),
+            "gflops_per_step": (per["matmul"]["flops"] + per["other"]["flops"]) * bs / 1e9,
+            "params": int(self.rec["params"]),
+            "kind": base.kind,
+            "memory_bandwidth_gbs": dev["memory_bandwidth_gbs"],
+            "copy_bytes_per_batch": self.h2d,
+            "copy_pageable_ms": copy["pageable_s"] and copy["pageable_s"] * 1e3,
+            "copy_pinned_ms": copy["pinned_s"] and copy["pinned_s"] * 1e3,
+            "pin_memory": copy["pin"],
+            "device_gflops": dev["peak_tflops"]["fp32"] * 1e3,
+            "per_op_us": dev["launch_overhead_us"],
+            "contention": dev.get("contention_efficiency"),
+            "rounds": self.rounds,
+            **run,
+        }
 
 
 def _memory_gb() -> float:

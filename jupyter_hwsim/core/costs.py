@@ -16,6 +16,29 @@ from .scenario import Scenario
 
 MATMUL = "matmul"
 
+# Model constants, each with its source or, where none is recorded, marked as an assumption.
+# a workload that gives no dataset size (it sizes the page cache's hit rate: host_cache_gb / dataset_gb);
+# assumption: a small dataset, so that a default scenario reads from storage
+DEFAULT_DATASET_GB = 1.0
+# a 16-bit scale (fp16) per weight_group_size weights in group-quantized formats (llama.cpp Q4_0, GPTQ, AWQ)
+QUANT_SCALE_BYTES = 2.0
+# weight-only quantization (int4; int8 for LLMs) keeps activations in a 16-bit format
+WEIGHT_ONLY_ACTIVATION_BYTES = 2.0
+# the backward pass of an operator costs twice its forward FLOPs (gradients of its input and of its weights, the
+# 2N of the 6N FLOPs per parameter per token of Kaplan et al. 2020) and a matmul launches two kernels for them
+BACKWARD_FLOPS_FACTOR = 2.0
+BACKWARD_MATMUL_KERNELS = 2
+# Adam's state per parameter: its two moments, m and v, in fp32
+ADAM_MOMENT_BYTES = 8
+# the fp32 master copy of weights narrower than fp32 (mixed-precision training)
+FP32_MASTER_BYTES = 4
+# PyTorch's foreach Adam (multi_tensor_apply) launches one kernel per this many tensors: depth_to_max_tensors
+# for depth 4 (param, grad, m, v) in aten/src/ATen/native/cuda/MultiTensorApply.cuh
+ADAM_TENSORS_PER_LAUNCH = 36
+# inference holds at most this many times the largest operator's input and output at once (assumption: the
+# allocator keeps the next operator's buffers beside the current ones)
+INFERENCE_ACTIVATION_FACTOR = 2
+
 
 @dataclass(frozen=True)
 class OpCost:
@@ -126,7 +149,7 @@ def resolve(s: Scenario) -> Machine:
         storage_latency_ms=sto["latency_ms"] if s.storage_latency_ms is None else s.storage_latency_ms,
         storage_concurrency=s.storage_concurrency or int(sto["concurrency"]),
         link_gbs=s.host_link_gbs or link["bandwidth_gbs"],
-        dataset_gb=s.dataset_gb or float(w.get("dataset_gb", 1.0)),
+        dataset_gb=s.dataset_gb or float(w.get("dataset_gb", DEFAULT_DATASET_GB)),
         preprocess_ms=preprocess_ms(s, w),
         input_bytes=s.input_bytes_per_sample or float(w["input_bytes_per_sample"]),
         device_bytes=workloads.device_bytes_per_sample(w, seq),
@@ -144,14 +167,14 @@ def weight_bytes(s: Scenario) -> float:
     """Bytes per weight, with a 16-bit scale per group for quantized formats (Q4_0: 4.5 bits)."""
     wb = value_bytes(s.precision)
     if s.precision in QUANTIZED and s.weight_group_size:
-        wb += 2.0 / s.weight_group_size
+        wb += QUANT_SCALE_BYTES / s.weight_group_size
     return wb
 
 
 def activation_bytes(precision: str, generates: bool = False) -> float:
     """int4 (and int8 for LLMs) is weight-only quantization: activations stay 16-bit."""
     if precision == "int4" or (generates and precision in QUANTIZED):
-        return 2.0
+        return WEIGHT_ONLY_ACTIVATION_BYTES
     return value_bytes(precision)
 
 
@@ -284,7 +307,8 @@ def _build_step_cost(m: Machine) -> StepCost:
     wb, ab = weight_bytes(m.s), activation_bytes(m.s.precision, m.s.traits.generates)
     fused = set(m.engine["fuses"])
     c = StepCost()
-    passes = [("fwd", 1.0, 1)] + ([("bwd", 2.0, 2)] if training and not measured else [])
+    backward = [("bwd", BACKWARD_FLOPS_FACTOR, BACKWARD_MATMUL_KERNELS)]
+    passes = [("fwd", 1.0, 1)] + (backward if training and not measured else [])
     for op in workloads.operators(m.workload, m.seq):
         is_fused = op.cls in fused
         for tag, scale, n_mm in passes:
@@ -319,10 +343,10 @@ def _build_step_cost(m: Machine) -> StepCost:
                 )
     if training and not measured:  # Adam: read param, grad, m, v (+fp32 master); write param, m, v
         params = parameters(m)
-        nbytes = params * (wb * 3 + 8 * 2 + (8 if wb < 4 else 0))
+        nbytes = params * (wb * 3 + ADAM_MOMENT_BYTES * 2 + (FP32_MASTER_BYTES * 2 if wb < FP32_MASTER_BYTES else 0))
         t = nbytes / r.bw
         tensors = sum(1 for op in workloads.operators(m.workload, m.seq) if op.params)
-        kernels = math.ceil(tensors / 36)  # foreach multi_tensor_apply: up to 36 tensors per launch
+        kernels = math.ceil(tensors / ADAM_TENSORS_PER_LAUNCH)  # foreach multi_tensor_apply
         c.memory_s += t
         c.hbm_bytes += nbytes
         c.kernels += kernels
@@ -398,11 +422,13 @@ def memory(m: Machine) -> dict:
     if training:  # saved for backward; in-place elementwise ops (ReLU(inplace=True), add_) save nothing more
         act = sum(op.act_out for op in ops if op.cls not in fused and op.cls != "elementwise") * m.batch * ab
     else:
-        act = 2 * max(op.act_in + op.act_out for op in ops) * m.batch * ab
+        act = INFERENCE_ACTIVATION_FACTOR * max(op.act_in + op.act_out for op in ops) * m.batch * ab
     out = {
         "weights_gb": p * wb / 1e9,
         "gradients_gb": p * wb / 1e9 if training else 0.0,
-        "optimizer_gb": p * (8 + (4 if wb < 4 else 0)) / 1e9 if training else 0.0,
+        "optimizer_gb": p * (ADAM_MOMENT_BYTES + (FP32_MASTER_BYTES if wb < FP32_MASTER_BYTES else 0)) / 1e9
+        if training
+        else 0.0,
         "activations_gb": act / 1e9,
         "kv_cache_gb": 0.0,
         "workspace_gb": float(m.device["workspace_gb"]),

@@ -394,52 +394,59 @@ def host_defaults(cpu) -> tuple[int, float]:
     return max(1, round(cores)), float(e["core_speed"])
 
 
+def _default(name: str) -> Any:
+    """A field's default as FIELDS gives it: the one place defaults are written (the Scenario fields below and
+    their to_dict() order follow FIELDS, checked after the class)."""
+    return FIELDS[name].default
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One pipeline; a field left as None takes its catalogue entry's value."""
 
-    kind: str = "training"
-    workload: Any = None
-    gpu: Any = "a100-sxm-80gb"
-    precision: str = "bf16"
-    batch_size: int | None = None
-    seq_len: int | None = None
-    loader_workers: int = 8
-    prefetch_factor: int = 2
-    # None in: the cpu's cores (else 16) and core speed (else 1.0); always a number once constructed
+    kind: str = _default("kind")
+    workload: Any = _default("workload")
+    gpu: Any = _default("gpu")
+    precision: str = _default("precision")
+    batch_size: int | None = _default("batch_size")
+    seq_len: int | None = _default("seq_len")
+    loader_workers: int = _default("loader_workers")
+    prefetch_factor: int = _default("prefetch_factor")
+    # None in: not given, so the cpu's cores and core speed, else FIELDS' defaults (16, 1.0); always a number once
+    # constructed
     cpu_cores: int = None  # type: ignore[assignment]
     cpu_speed: float = None  # type: ignore[assignment]
-    cpu: Any = None
-    decoder: str | None = None
-    storage: Any = "nvme-gen4"
-    storage_bandwidth_gbs: float | None = None
-    storage_latency_ms: float | None = None
-    storage_concurrency: int | None = None
-    host_link: Any = None
-    host_link_gbs: float | None = None
-    pin_memory: bool = True
-    engine: str | None = None
-    fusion: str | None = None
-    dataset_gb: float | None = None
-    host_cache_gb: float = 0.0
-    preprocess_ms_per_sample: float | None = None
-    input_bytes_per_sample: float | None = None
-    jitter_cv: float = 0.1
-    steps: int = 200
-    arrival_rate_rps: float | None = None
-    concurrency: int | None = None
-    think_time_ms: float = 0.0
-    max_batch_size: int | None = None
-    max_queue_delay_ms: float = 1.0
-    latency_slo_ms: float = 100.0
-    replicas: int = 1
-    prompt_tokens: int = 512
-    output_tokens: int = 128
-    output_tokens_cv: float = 0.5
-    batching: str = "continuous"
-    mode: str | None = None
-    kv_precision: str | None = None
-    weight_group_size: int = 0
+    cpu: Any = _default("cpu")
+    decoder: str | None = _default("decoder")
+    storage: Any = _default("storage")
+    storage_bandwidth_gbs: float | None = _default("storage_bandwidth_gbs")
+    storage_latency_ms: float | None = _default("storage_latency_ms")
+    storage_concurrency: int | None = _default("storage_concurrency")
+    host_link: Any = _default("host_link")
+    host_link_gbs: float | None = _default("host_link_gbs")
+    pin_memory: bool = _default("pin_memory")
+    engine: str | None = _default("engine")
+    fusion: str | None = _default("fusion")
+    dataset_gb: float | None = _default("dataset_gb")
+    host_cache_gb: float = _default("host_cache_gb")
+    preprocess_ms_per_sample: float | None = _default("preprocess_ms_per_sample")
+    input_bytes_per_sample: float | None = _default("input_bytes_per_sample")
+    jitter_cv: float = _default("jitter_cv")
+    steps: int = _default("steps")
+    arrival_rate_rps: float | None = _default("arrival_rate_rps")
+    concurrency: int | None = _default("concurrency")
+    think_time_ms: float = _default("think_time_ms")
+    max_batch_size: int | None = _default("max_batch_size")
+    max_queue_delay_ms: float = _default("max_queue_delay_ms")
+    latency_slo_ms: float = _default("latency_slo_ms")
+    replicas: int = _default("replicas")
+    prompt_tokens: int = _default("prompt_tokens")
+    output_tokens: int = _default("output_tokens")
+    output_tokens_cv: float = _default("output_tokens_cv")
+    batching: str = _default("batching")
+    mode: str | None = _default("mode")
+    kv_precision: str | None = _default("kv_precision")
+    weight_group_size: int = _default("weight_group_size")
 
     def __post_init__(self):
         given = (self.cpu_cores, self.cpu_speed)  # what the caller set; None: from the cpu
@@ -578,7 +585,6 @@ class Scenario:
             if f.name not in _KIND_ONLY or f.name in applies:
                 continue
             value, default = getattr(self, f.name), FIELDS[f.name].default
-            default = f.default if default is None else default
             if isinstance(default, str) and f.name in _CATALOGUE_FIELDS and isinstance(value, str):
                 default = catalog.get(_CATALOGUE_FIELDS[f.name], default)["id"]
             if value != default:
@@ -613,3 +619,7 @@ class Scenario:
                 if name not in changes and base[name] == implied:
                     base.pop(name)
         return Scenario.from_dict({**base, **changes})
+
+
+if [f.name for f in dataclasses.fields(Scenario)] != list(FIELDS):  # one list of fields, in one order
+    raise ImportError("Scenario's fields and FIELDS name different fields or put them in different orders")

@@ -10,6 +10,18 @@ from dataclasses import dataclass
 from . import catalog
 from .errors import HwsimError
 
+IMAGE_CHANNELS = 3.0  # RGB
+DEFAULT_IMAGE_PX = 224  # the ImageNet crop, where a workload gives no image_px
+FP32_BYTES = 4.0  # a preprocessed image or feature vector is fp32, as torchvision's ToTensor gives it
+INT64_BYTES = 8.0  # token ids are int64 (torch.long), as tokenizers return them
+SOFTMAX_FLOPS_PER_ELEMENT = 5.0  # max, subtract, exp, sum, divide (assumption: one FLOP per pass over the element)
+# FLOPs per element of the vector operators (assumption: one FLOP per arithmetic step; transcendental functions
+# counted as a few): a normalization (mean, variance, subtract, divide, scale), a GELU or SiLU activation, a
+# rotary embedding (two multiplies and an add)
+NORM_FLOPS_PER_ELEMENT = 5
+ACTIVATION_FLOPS_PER_ELEMENT = 8
+ROPE_FLOPS_PER_ELEMENT = 3
+
 
 @dataclass(frozen=True)
 class Op:
@@ -46,11 +58,11 @@ def _pointwise(name, cls, elems, n_in=1, flops_per=1.0):
 
 def _resnet(w: dict) -> list[Op]:
     ops: list[Op] = []
-    hw = w.get("image_px", 224)
+    hw = w.get("image_px", DEFAULT_IMAGE_PX)
     op, hw = _conv("conv1", 3, 64, 7, 2, hw)
     ops += [
         op,
-        _pointwise("bn1", "batchnorm", 64 * hw * hw, flops_per=5),
+        _pointwise("bn1", "batchnorm", 64 * hw * hw, flops_per=NORM_FLOPS_PER_ELEMENT),
         _pointwise("relu1", "elementwise", 64 * hw * hw),
     ]
     hw = math.ceil(hw / 2)
@@ -70,13 +82,16 @@ def _resnet(w: dict) -> list[Op]:
             c = cin
             for i, (ci, co, k, s) in enumerate(shapes):
                 op, hw = _conv(f"{p}.conv{i + 1}", ci, co, k, s, hw)
-                ops += [op, _pointwise(f"{p}.bn{i + 1}", "batchnorm", co * hw * hw, flops_per=5)]
+                ops += [op, _pointwise(f"{p}.bn{i + 1}", "batchnorm", co * hw * hw, flops_per=NORM_FLOPS_PER_ELEMENT)]
                 if i < len(shapes) - 1:
                     ops.append(_pointwise(f"{p}.relu{i + 1}", "elementwise", co * hw * hw))
                 c = co
             if b == 0 and (stride != 1 or cin != cout):
                 op, _ = _conv(f"{p}.downsample", cin, cout, 1, stride, hw_in)
-                ops += [op, _pointwise(f"{p}.downsample.bn", "batchnorm", cout * hw * hw, flops_per=5)]
+                ops += [
+                    op,
+                    _pointwise(f"{p}.downsample.bn", "batchnorm", cout * hw * hw, flops_per=NORM_FLOPS_PER_ELEMENT),
+                ]
             ops += [
                 _pointwise(f"{p}.add", "elementwise", c * hw * hw, n_in=2),
                 _pointwise(f"{p}.relu", "elementwise", c * hw * hw),
@@ -124,20 +139,31 @@ def _transformer_layers(w: dict, s: int) -> list[Op]:
         p = f"layer{i}"
         ffn = [
             _linear(f"{p}.ffn.up", s, h, 2 * f if gated else f),
-            _pointwise(f"{p}.ffn.act", "elementwise", s * f, n_in=2 if gated else 1, flops_per=8),
+            _pointwise(
+                f"{p}.ffn.act", "elementwise", s * f, n_in=2 if gated else 1, flops_per=ACTIVATION_FLOPS_PER_ELEMENT
+            ),
             _linear(f"{p}.ffn.down", s, f, h),
         ]
         if w.get("experts"):
             ffn = [_linear(f"{p}.ffn.router", s, h, w["experts"]), *(_experts(op, w) for op in ffn)]
         ops += [
-            _pointwise(f"{p}.ln1", "norm", s * h, flops_per=5),
+            _pointwise(f"{p}.ln1", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
             _linear(f"{p}.qkv", s, h, q + 2 * kv * d),
             Op(f"{p}.attn.scores", "matmul", 2.0 * s * t * q, (s + t) * q, heads * s * t, 0, s, t, heads),
-            Op(f"{p}.attn.softmax", "softmax", 5.0 * heads * s * t, heads * s * t, heads * s * t, 0, heads * s * t, 1),
+            Op(
+                f"{p}.attn.softmax",
+                "softmax",
+                SOFTMAX_FLOPS_PER_ELEMENT * heads * s * t,
+                heads * s * t,
+                heads * s * t,
+                0,
+                heads * s * t,
+                1,
+            ),
             Op(f"{p}.attn.context", "matmul", 2.0 * s * t * q, heads * s * t + t * q, s * q, 0, s, d, heads),
             _linear(f"{p}.attn.out", s, q, h),
             _pointwise(f"{p}.add1", "elementwise", s * h, n_in=2),
-            _pointwise(f"{p}.ln2", "norm", s * h, flops_per=5),
+            _pointwise(f"{p}.ln2", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
             *ffn,
             _pointwise(f"{p}.add2", "elementwise", s * h, n_in=2),
         ]
@@ -153,7 +179,7 @@ def _transformer(w: dict, s: int) -> list[Op]:
     ops = [
         emb,
         *_transformer_layers(w, s),
-        _pointwise("ln_f", "norm", s * h, flops_per=5),
+        _pointwise("ln_f", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
         _linear("lm_head", s, h, vocab),
     ]
     return ops
@@ -207,42 +233,45 @@ def _decode_operators(w: dict) -> tuple[list[Op], list[Op]]:
     for i in range(w["layers"]):  # at the granularity of the reference implementation: one op, one kernel
         p = f"layer{i}"
         per_token += [
-            _pointwise(f"{p}.ln1", "norm", h, flops_per=5),
+            _pointwise(f"{p}.ln1", "norm", h, flops_per=NORM_FLOPS_PER_ELEMENT),
             _linear(f"{p}.q", 1, h, q),
             _linear(f"{p}.k", 1, h, kvd),
             _linear(f"{p}.v", 1, h, kvd),
         ]
         if rotary:
             per_token += [
-                _pointwise(f"{p}.rope.q", "elementwise", q, flops_per=3),
-                _pointwise(f"{p}.rope.k", "elementwise", kvd, flops_per=3),
+                _pointwise(f"{p}.rope.q", "elementwise", q, flops_per=ROPE_FLOPS_PER_ELEMENT),
+                _pointwise(f"{p}.rope.k", "elementwise", kvd, flops_per=ROPE_FLOPS_PER_ELEMENT),
             ]
         per_token += [
             _pointwise(f"{p}.cache.k", "elementwise", kvd),
             _pointwise(f"{p}.cache.v", "elementwise", kvd),
             _linear(f"{p}.attn.out", 1, q, h),
             _pointwise(f"{p}.add1", "elementwise", h, n_in=2),
-            _pointwise(f"{p}.ln2", "norm", h, flops_per=5),
+            _pointwise(f"{p}.ln2", "norm", h, flops_per=NORM_FLOPS_PER_ELEMENT),
         ]
         if gated:
             ffn = [
                 _linear(f"{p}.ffn.gate", 1, h, f),
                 _linear(f"{p}.ffn.up", 1, h, f),
-                _pointwise(f"{p}.ffn.act", "elementwise", f, flops_per=8),
+                _pointwise(f"{p}.ffn.act", "elementwise", f, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
                 _pointwise(f"{p}.ffn.mul", "elementwise", f, n_in=2),
             ]
         else:
-            ffn = [_linear(f"{p}.ffn.up", 1, h, f), _pointwise(f"{p}.ffn.act", "elementwise", f, flops_per=8)]
+            ffn = [
+                _linear(f"{p}.ffn.up", 1, h, f),
+                _pointwise(f"{p}.ffn.act", "elementwise", f, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+            ]
         ffn.append(_linear(f"{p}.ffn.down", 1, f, h))
         if w.get("experts"):
             ffn = [_linear(f"{p}.ffn.router", 1, h, w["experts"]), *(_experts(op, w) for op in ffn)]
         per_token += [*ffn, _pointwise(f"{p}.add2", "elementwise", h, n_in=2)]
         per_ctx += [  # per cached token: q.k over all heads, then the weighted sum of V
             Op(f"{p}.attn.scores", "matmul", 2.0 * q, kvd, heads, 0, 1, 1, heads),
-            Op(f"{p}.attn.softmax", "softmax", 5.0 * heads, heads, heads, 0, heads, 1),
+            Op(f"{p}.attn.softmax", "softmax", SOFTMAX_FLOPS_PER_ELEMENT * heads, heads, heads, 0, heads, 1),
             Op(f"{p}.attn.context", "matmul", 2.0 * q, kvd + heads, 0, 0, 1, d, heads),
         ]
-    per_token += [_pointwise("ln_f", "norm", h, flops_per=5), _linear("lm_head", 1, h, w["vocab"])]
+    per_token += [_pointwise("ln_f", "norm", h, flops_per=NORM_FLOPS_PER_ELEMENT), _linear("lm_head", 1, h, w["vocab"])]
     return per_token, per_ctx
 
 
@@ -258,7 +287,7 @@ def _vit(w: dict) -> list[Op]:
     return [
         op,
         *_transformer_layers(w, s),
-        _pointwise("ln_f", "norm", s * h, flops_per=5),
+        _pointwise("ln_f", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
         Op(
             "head", "matmul", 2.0 * h * w["num_classes"], h, w["num_classes"], h * w["num_classes"], 1, w["num_classes"]
         ),
@@ -554,7 +583,7 @@ def device_bytes_per_sample(w: dict, seq: int) -> float:
     if "device_bytes_per_sample" in w:
         return float(w["device_bytes_per_sample"])
     if w["arch"] in ("resnet", "vit"):
-        return 3.0 * w.get("image_px", 224) ** 2 * 4
+        return IMAGE_CHANNELS * w.get("image_px", DEFAULT_IMAGE_PX) ** 2 * FP32_BYTES
     if w["arch"] == "mlp":
-        return w["widths"][0] * 4.0
-    return seq * 8.0
+        return w["widths"][0] * FP32_BYTES
+    return seq * INT64_BYTES

@@ -23,6 +23,9 @@ from ..diagnosis import bigger_gpus, engine_changes, lower_precisions, next_gpu,
 from .base import Candidate, KindBase
 
 PREFILL_CHUNK_TOKENS = 8192  # prefill activations are held for at most this many tokens at once
+# the closed form's cap on the share of time newcomers' prefills take from decoding: the inter-token latency
+# stretches by 1 / (1 - share), at most 20x, where arrivals x prefill time reach 1 (assumption; docs/metrics.md)
+PREFILL_INTERRUPT_MAX_SHARE = 0.95
 
 
 def kv_precision(s) -> str:
@@ -194,7 +197,8 @@ def memory(m) -> dict:
     per_seq = kv_tok * (s.prompt_tokens + s.output_tokens)
     ops = workloads.operators(w, 1)
     tokens = min(m.batch * s.prompt_tokens, max(PREFILL_CHUNK_TOKENS, s.prompt_tokens))
-    act = 2 * max(op.act_in + op.act_out for op in ops) * tokens * costs.activation_bytes(s.precision, generates=True)
+    act = costs.INFERENCE_ACTIVATION_FACTOR * max(op.act_in + op.act_out for op in ops) * tokens
+    act *= costs.activation_bytes(s.precision, generates=True)
     out = {
         "weights_gb": p * costs.weight_bytes(s) / 1e9,
         "gradients_gb": 0.0,
@@ -548,7 +552,7 @@ def steady_state(m, d: DecodeCost) -> dict:
     gpu_time["idle"] = max(0.0, 1.0 - sum(gpu_time.values()))
     busy_frac = 1.0 - gpu_time["idle"]
     if s.batching != "static" and s.arrival_rate_rps:  # prefills of newcomers interrupt the decode steps
-        itl = itl / max(1e-9, 1.0 - min(0.95, s.arrival_rate_rps * pre1.step_s))
+        itl = itl / max(1e-9, 1.0 - min(PREFILL_INTERRUPT_MAX_SHARE, s.arrival_rate_rps * pre1.step_s))
     ttft = pre1.step_s if s.batching != "static" else prefill(m, conc).step_s
     if s.arrivals == "offline":  # all requests queue at once; the mean waits half the run
         ttft += 0.5 * requests(m) * n_out / max(x, 1e-12)

@@ -9,6 +9,11 @@ from ..diagnosis import LINK_LADDER, STORAGE_LADDER, bigger_gpus, engine_changes
 from .base import Candidate, KindBase, percentiles, step_details
 
 CLOSE_BEHIND = 0.15  # a stage with less spare capacity than this caps what relieving the bottleneck gains
+AS_SATURATED = 0.01  # less spare capacity than this: the next stage is as saturated (assumption: wording only)
+# a compute-bound GPU below this MFU whose matmuls fill less than this share of its units is called "mostly
+# empty", and a bigger batch is the advice (assumption: wording thresholds, no effect on any number)
+EMPTY_GPU_MFU = 0.3
+EMPTY_GPU_OCCUPANCY = 0.5
 
 
 _STAGES = {
@@ -38,7 +43,7 @@ def _close_behind(b: str, m, d, state: dict | None) -> str:
     spare = max(0.0, caps[nxt] / caps[here] - 1.0)
     if spare >= CLOSE_BEHIND:
         return ""
-    if spare < 0.01:
+    if spare < AS_SATURATED:
         return (
             f" {_sentence_case(_STAGES[nxt][0])} is as saturated: relieving the {_STAGES[here][1]} alone "
             "gains next to nothing."
@@ -98,7 +103,7 @@ def _explain_pipeline(b: str, m, d, util: dict, mem: dict) -> str:
             "Fusing operators or a lower precision cut the bytes moved."
         )
     occupancy = min((o.occupancy for o in step.ops if o.bound == "compute"), default=1.0)
-    if util["gpu_mfu"] < 0.3 and occupancy < 0.5:
+    if util["gpu_mfu"] < EMPTY_GPU_MFU and occupancy < EMPTY_GPU_OCCUPANCY:
         return (
             f"The GPU is compute-bound but mostly empty: its matrix products are too small to fill the chip "
             f"(as little as {occupancy:.0%} of its units busy), so it reaches only {util['gpu_mfu']:.0%} of peak "

@@ -21,6 +21,17 @@ from ..diagnosis import engine_changes, lower_precisions, next_gpu, oom_sentence
 from .base import Candidate, KindBase, step_details
 
 DEFAULT_RATE_RPS = 100.0
+# The closed forms' model choices (assumptions, checked only against the simulation they stand in for):
+# light load holds while the instance is busy less than this share of the time; above it the busy regime's
+# fixed point b = lam x S(b) is taken (assumption: where the light-load window formula stops matching)
+LIGHT_LOAD_MAX_UTILIZATION = 0.9
+# saturated, the k-th request waits about k (1/capacity - 1/rate); a measured request's mean k is this share of
+# the requests (assumption, reasoning not recorded: a little past the half, as the warm-up requests come first
+# and are left out of the measurement)
+SATURATED_MEAN_POSITION = 0.55
+# a closed loop is held just below capacity while it iterates, so that 1 - utilization stays positive and the
+# queueing formulas finite (assumption: numerical, not physical)
+CLOSED_LOOP_MAX_LOAD = 0.999
 _BREAKDOWN = ("queueing", "batch_formation", "preprocessing", "copy", "compute")
 
 
@@ -299,7 +310,7 @@ def _batching(bc: BatchCosts, lam_r: float, maxb: int, delay_s: float, cv2: floa
     b = min(float(maxb), 1.0 + lam_r * window)
     svc = _service(bc, b)
     rho = lam_r * svc / b
-    if rho < 1 and (maxb == 1 or rho < 0.9):
+    if rho < 1 and (maxb == 1 or rho < LIGHT_LOAD_MAX_UTILIZATION):
         form = window * (1 + (b - 1) / 2) / b
         lo_b = max(1, int(b))  # copy and step jitter independently: E[S^2] = S^2 + cv^2 (copy^2 + step^2)
         es2 = svc**2 + cv2 * (bc.copy(lo_b) ** 2 + bc.step(lo_b).step_s ** 2)
@@ -317,7 +328,7 @@ def _batching(bc: BatchCosts, lam_r: float, maxb: int, delay_s: float, cv2: floa
         svc = _service(bc, b)
         return b, 0.0, svc * (1 + cv2) / 2
     # saturated: the k-th request waits about k (1/cap - 1/lam); the measured requests average k ~ n/2
-    return float(maxb), 0.0, 0.55 * n_req * (1 / cap - 1 / lam_r)
+    return float(maxb), 0.0, SATURATED_MEAN_POSITION * n_req * (1 / cap - 1 / lam_r)
 
 
 def steady_state(m, bc: BatchCosts) -> dict:
@@ -338,7 +349,7 @@ def steady_state(m, bc: BatchCosts) -> dict:
     n_req = s.steps + max(10, s.steps // 10)
     for _ in range(40 if closed else 1):
         if closed:
-            lam = min(lam, cap * 0.999)
+            lam = min(lam, cap * CLOSED_LOOP_MAX_LOAD)
         lam_r = min(lam, cap_cpu) / r  # the CPU stage passes at most its capacity on to the GPUs
         b, form, wq = _batching(bc, lam_r, maxb, s.max_queue_delay_ms / 1e3, cv2, n_req)
         svc = _service(bc, b)
@@ -349,7 +360,7 @@ def steady_state(m, bc: BatchCosts) -> dict:
                 rho_p = lam * bc.pre_s / c
                 pre_w = rho_p ** math.sqrt(2 * (c + 1)) / (1 - rho_p) * bc.pre_s / c * (1 + cv2) / 2
             else:  # saturated workers: the queue grows for the whole run
-                pre_w = 0.55 * n_req * (1 / cap_cpu - 1 / lam)
+                pre_w = SATURATED_MEAN_POSITION * n_req * (1 / cap_cpu - 1 / lam)
         lat = pre_w + bc.pre_s + form + wq + svc
         if closed:
             lam = 0.5 * lam + 0.5 * min(cap, s.concurrency / (lat + s.think_time_ms / 1e3))

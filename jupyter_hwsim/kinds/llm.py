@@ -20,7 +20,7 @@ import numpy as np
 from ..core import catalog, costs, workloads
 from ..core.simulator import Environment, jitter
 from ..diagnosis import bigger_gpus, engine_changes, lower_precisions, next_gpu, oom_sentence
-from .base import Candidate, KindBase
+from .base import Candidate, KindBase, percentiles
 
 PREFILL_CHUNK_TOKENS = 8192  # prefill activations are held for at most this many tokens at once
 # the closed form's cap on the share of time newcomers' prefills take from decoding: the inter-token latency
@@ -423,16 +423,6 @@ def _window(out: dict, s) -> tuple[float, float]:
     return float(a[len(a) // 10]), float(a[-1])
 
 
-def _percentiles(a) -> dict:
-    a = np.asarray(a, dtype=float) * 1e3
-    return {
-        "p50": float(np.percentile(a, 50)),
-        "p95": float(np.percentile(a, 95)),
-        "p99": float(np.percentile(a, 99)),
-        "mean": float(a.mean()),
-    }
-
-
 def measure(m, d: DecodeCost, out: dict) -> dict:
     """Tokens/s, time per output token, TTFT, GPU time and utilization over the measured window."""
     s = m.s
@@ -473,9 +463,9 @@ def measure(m, d: DecodeCost, out: dict) -> dict:
         "flops_per_s": tot["flops"] / span,
         "bytes_per_s": tot["bytes"] / span,
         "saturation": {"loop": 1.0 - gpu_time["idle"], "arrivals": gpu_time["idle"]},
-        "latency_ms": _percentiles(gaps),
-        "ttft_ms": _percentiles(ttft[keep]),
-        "e2e_ms": _percentiles(e2e[keep]),
+        "latency_ms": percentiles(np.asarray(gaps, dtype=float) * 1e3),
+        "ttft_ms": percentiles(np.asarray(ttft[keep], dtype=float) * 1e3),
+        "e2e_ms": percentiles(np.asarray(e2e[keep], dtype=float) * 1e3),
         "per_stream": 1.0 / float(np.mean(gaps)) if np.mean(gaps) > 0 else 0.0,  # one-token outputs: no gaps
         "requests_per_s": x / float(np.mean(out["out_len"])),
         "slo_fraction": good,

@@ -18,7 +18,7 @@ from ..core import costs
 from ..core.errors import HwsimError
 from ..core.simulator import Busy, Environment, jitter
 from ..diagnosis import engine_changes, lower_precisions, next_gpu, oom_sentence
-from .base import Candidate, KindBase, step_details
+from .base import Candidate, KindBase, percentiles, step_details
 
 DEFAULT_RATE_RPS = 100.0
 # The closed forms' model choices (assumptions, checked only against the simulation they stand in for):
@@ -208,16 +208,6 @@ def run(m, bc: BatchCosts, seed: int, budget_s: float = 20.0) -> dict:
     }
 
 
-def _pct(a) -> dict:
-    a = np.asarray(a, dtype=float)
-    return {
-        "p50": float(np.percentile(a, 50)),
-        "p95": float(np.percentile(a, 95)),
-        "p99": float(np.percentile(a, 99)),
-        "mean": float(a.mean()),
-    }
-
-
 def breakdown(t: dict, ids) -> dict:
     """Seconds per request in each part of its latency; the parts sum to its latency."""
     start = np.maximum(t["inq"][ids], t["form"][ids])
@@ -271,7 +261,7 @@ def measure(m, bc: BatchCosts, out: dict) -> dict:
     }
     return {
         "throughput": x,
-        "latency_ms": {k: v * 1e3 for k, v in _pct(lat).items()},
+        "latency_ms": {k: v * 1e3 for k, v in percentiles(lat).items()},
         "latency_breakdown_ms": {k: float(np.mean(v)) * 1e3 for k, v in parts.items()},
         "goodput": x * float(np.mean(lat * 1e3 <= s.latency_slo_ms)),
         "batch_sizes": hist,

@@ -413,20 +413,23 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
     }
 
 
-def _window(out: dict, s) -> tuple[float, float]:
+def _window(out: dict, s, concurrency: int) -> tuple[float, float]:
     """Offline: until the last request starts (every slot busy: the steady state, not the drain), or the whole
-    run when one batch holds them all. With arrivals: from the 10th-percentile arrival to the last one."""
+    run when one batch holds them all. With arrivals: from the 10th-percentile arrival to the last one; when more
+    requests than slots still wait for their first token at the last arrival (an overloaded server), the
+    steady state is saturation and runs on until the last request starts."""
+    last_start = float(np.nanmax(out["first"]))
     if not s.arrival_rate_rps:
-        last_start = float(np.nanmax(out["first"]))
         return 0.0, last_start if last_start > 0.5 * out["end"] else out["end"]
     a = out["arrive"]
-    return float(a[len(a) // 10]), float(a[-1])
+    waiting = int(np.sum(out["first"] > a[-1]))
+    return float(a[len(a) // 10]), last_start if waiting > concurrency else float(a[-1])
 
 
 def measure(m, d: DecodeCost, out: dict) -> dict:
     """Tokens/s, time per output token, TTFT, GPU time and utilization over the measured window."""
     s = m.s
-    lo, hi = _window(out, s)
+    lo, hi = _window(out, s, m.batch)
     span = hi - lo
     tot = {"compute": 0.0, "memory": 0.0, "launch": 0.0, "flops": 0.0, "bytes": 0.0, "issue": 0.0, "tokens": 0.0}
     for a, b, c, mm, la, fl, by, iss, tok in out["acc"].busy:

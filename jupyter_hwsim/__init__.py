@@ -15,6 +15,7 @@ import sys
 from .api import best_batch, estimate, simulate, sweep
 from .core import catalog
 from .core.errors import HwsimError
+from .core.importers.hf import from_hf_config, parameter_counts
 from .core.result import Result
 from .core.scenario import Scenario
 
@@ -27,6 +28,9 @@ __all__ = [
     "sweep",
     "best_batch",
     "catalog",
+    "from_hf_config",
+    "from_onnx",
+    "parameter_counts",
     "whatif",
     "calibrate",
 ]
@@ -95,6 +99,10 @@ def __getattr__(name):
         from .jupyter.panel import whatif
 
         return whatif
+    if name == "from_onnx":  # needs the onnx package (the onnx extra): imported only when asked for
+        from .core.importers.onnx import from_onnx
+
+        return from_onnx
     if name == "calibrate":  # needs PyTorch (the torch extra): imported only when asked for
         from .calibration.pipeline import calibrate
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from jupyter_hwsim import HwsimError, Scenario, simulate
+from jupyter_hwsim import HwsimError, Scenario, estimate, simulate
 from jupyter_hwsim.core import catalog, workloads
 from jupyter_hwsim.core.importers import from_hf_config, parameter_counts
 
@@ -326,6 +326,9 @@ def test_onnx_conv_and_an_unknown_operator(tmp_path):
     assert odd["flops_share"] == pytest.approx(16 / sum(op.flops for op in ops.values()))
     assert any(m.startswith("odd_one (Hardmax)") and "% of FLOPs" in m for m in w["warnings"])
     assert _throughput(w, kind="training", gpu="l4") > 0
+    # and the user sees it in the result, not only in the workload
+    r = estimate(Scenario(kind="inference", workload=f"onnx:{tmp_path / 'cnn.onnx'}", gpu="l4"), suggest=False)
+    assert any("odd_one (Hardmax)" in m for m in r.warnings)
 
 
 def test_onnx_missing_package_or_file(tmp_path, monkeypatch):

@@ -130,6 +130,7 @@ def resolve(s: Scenario) -> Machine:
     # LLM int8/int4 is weight-only quantization: the math runs at 16 bits
     math_precision = "fp16" if s.traits.generates and s.precision in ("int8", "int4") else s.precision
     prec, warnings = effective_precision(dev, math_precision)
+    warnings = [*(str(x) for x in w.get("warnings", ())), *warnings]  # an imported model's (unknown operators)
     seq = s.seq_len or workloads.default_seq(w)
     t = s.traits
     batch = next((getattr(s, f) for f in t.batch_fields if getattr(s, f)), None) or t.default_batch

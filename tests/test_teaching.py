@@ -185,5 +185,9 @@ def test_no_stage_close_behind_says_nothing_of_one():
     assert "the data loader" in tied.explanation.lower() and (
         "as saturated" in tied.explanation or "Close behind" in tied.explanation
     )
-    gpu_side = [x["speedup"] for x in tied.suggestions if x["change"].split("=")[0] in ("gpu", "engine", "precision")]
+    gpu_side = [
+        x["speedup"]
+        for x in tied.suggestions
+        if "parts" not in x and x["change"].split("=")[0] in ("gpu", "engine", "precision")
+    ]  # each alone; combined with more loader workers they do help (tests/test_suggestions.py)
     assert gpu_side and max(gpu_side) < 1.05

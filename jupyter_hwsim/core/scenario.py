@@ -54,6 +54,13 @@ KIND_TRAITS = {
 }
 KINDS = tuple(KIND_TRAITS)
 KIND_FIELDS = {k: t.panel_fields for k, t in KIND_TRAITS.items()}
+
+
+def panel_fields(kind: str) -> tuple[str, ...]:
+    """The fields a what-if panel has controls for: the only changes it may suggest."""
+    return (*COMMON_FIELDS, *KIND_FIELDS[kind])
+
+
 # fields a kind reads beyond COMMON_FIELDS, its panel_fields and batch_fields
 _ALSO_APPLY = {
     "training": ("latency_slo_ms",),  # best_batch and `sweep --best` judge every kind against it
@@ -64,6 +71,49 @@ _ALSO_APPLY = {
 # the fields that belong to some kinds only; any other field applies to every kind
 _KIND_ONLY = {f for k, t in KIND_TRAITS.items() for f in (*t.panel_fields, *t.batch_fields, *_ALSO_APPLY.get(k, ()))}
 _KIND_ONLY -= set(COMMON_FIELDS)
+
+
+# plain words for each field where its name is not plain enough (Field.label); units worth showing beside them
+LABELS = {
+    "kind": "What it does",
+    "gpu": "GPU",
+    "batch_size": "Batch size",
+    "seq_len": "Sequence length",
+    "loader_workers": "Loader workers",
+    "prefetch_factor": "Batches prefetched per worker",
+    "cpu_cores": "CPU cores",
+    "cpu_speed": "CPU core speed (x reference)",
+    "cpu": "Host CPU",
+    "decoder": "Image decoder",
+    "storage": "Storage",
+    "storage_bandwidth_gbs": "Storage read speed",
+    "storage_latency_ms": "Storage latency",
+    "storage_concurrency": "Storage reads in flight",
+    "host_link": "Host-to-GPU link",
+    "host_link_gbs": "Host-to-GPU link speed",
+    "pin_memory": "Pinned memory",
+    "dataset_gb": "Dataset size",
+    "host_cache_gb": "Host page cache",
+    "preprocess_ms_per_sample": "CPU preprocessing per sample",
+    "input_bytes_per_sample": "Bytes read per sample",
+    "jitter_cv": "Jitter (coefficient of variation)",
+    "steps": "Steps simulated",
+    "arrival_rate_rps": "Request rate",
+    "concurrency": "Concurrent clients",
+    "think_time_ms": "Client think time",
+    "max_batch_size": "Largest batch",
+    "max_queue_delay_ms": "Longest batching wait",
+    "latency_slo_ms": "Latency target (SLO)",
+    "replicas": "Replicas (GPUs)",
+    "prompt_tokens": "Prompt length",
+    "output_tokens": "Output length",
+    "output_tokens_cv": "Output length variation (CV)",
+    "batching": "Batching",
+    "mode": "Arrivals",
+    "kv_precision": "KV-cache precision",
+    "weight_group_size": "Weights per quantization scale",
+}
+_LABEL_UNITS = ("GB/s", "ms", "GB", "req/s", "tokens", "bytes")
 
 
 @dataclass(frozen=True)
@@ -79,6 +129,12 @@ class Field:
     hi: float | None = None
     lo_open: bool = False  # True: lo itself is refused (> lo)
     choices: tuple | None = None
+
+    @property
+    def label(self) -> str:
+        """Plain words with the unit, as a panel shows the field: "Loader workers", "Storage read speed (GB/s)"."""
+        words = LABELS.get(self.name, self.name.replace("_", " ").capitalize())
+        return f"{words} ({self.unit})" if self.unit in _LABEL_UNITS else words
 
     def accepted(self) -> str:
         if self.choices:

@@ -89,42 +89,151 @@ def merit(r, offered: float | None = None) -> tuple[float, str]:
     return r.throughput, "throughput"
 
 
+def native_precisions(m) -> list[tuple[str, dict, str]]:
+    """The 16-bit formats the device runs natively, when the scenario's floating-point format falls back to a
+    slower rate (a T4 has no bf16 units: bf16 runs at its fp32 rate)."""
+    s = m.s
+    if s.precision not in ("tf32", "fp16", "bf16", "fp8") or s.precision in m.device["peak_tflops"]:
+        return []
+    return [
+        (f"precision={p}", {"precision": p}, f"native {p} math: the {m.device.get('name', 'GPU')} has no {s.precision}")
+        for p in ("fp16", "bf16")
+        if p in m.device["peak_tflops"] and p != s.precision
+    ]
+
+
+SHOW_ABOVE = 1.05  # a suggestion gaining less than this is listed only under "show all"
+_NOT_A_KNOB = {"storage_bandwidth_gbs", "storage_latency_ms", "storage_concurrency", "host_link_gbs"}
+
+
 def _value(r, metric: str) -> float:
     if metric == "throughput":
         return r.throughput
     return 1.0 / r.latency_ms["p99"] if r.latency_ms["p99"] > 0 else 0.0
 
 
-def suggestions(m, base, bottleneck: str, candidates, run, metric: str = "throughput") -> list[dict]:
+def _knobs(change: dict) -> set:
+    """The fields a change sets (a catalogue change also clears the numbers it brings, which are not knobs)."""
+    return {k for k, v in change.items() if not (v is None and k in _NOT_A_KNOB)}
+
+
+def _risk(m, r) -> str:
+    """What a change costs besides its speed: numeric error of a lower precision, memory headroom, the SLO."""
+    from ..core import precision
+
+    s, out = r.scenario, []
+    if s["precision"] != m.s.precision:
+        now = precision.matmul_error(m.s.precision, m.s.weight_group_size)
+        new = precision.matmul_error(s["precision"], s.get("weight_group_size") or 0)
+        if new > 1.5 * now:
+            out.append(f"matmul error {new:.2%} (now {now:.2%})")
+    share = r.memory["total_gb"] / r.memory["capacity_gb"] if r.memory.get("capacity_gb") else 0.0
+    if share > 0.9:
+        out.append(f"uses {share:.0%} of GPU memory")
+    slo = s.get("latency_slo_ms")
+    if s["kind"] in ("serving", "llm") and slo and r.latency_ms["p99"] > slo:
+        out.append(f"p99 {r.latency_ms['p99']:,.0f} ms, over the {slo:g} ms SLO")
+    return "; ".join(out)
+
+
+def suggestions(
+    m, base, bottleneck: str, candidates, run, metric: str = "throughput", allowed=None, screen=None
+) -> list[dict]:
     """Each candidate (label, fields, why) re-run through `run(scenario)`; ranked by its measured speed-up of
-    `metric` (see merit()) over `base`, the scenario's own run of the same length."""
-    out = []
+    `metric` (see merit()) over `base`, the scenario's own run of the same length. Then combinations of two and
+    three (see _combinations), screened by the cheap `screen(scenario)` (the analytic estimate; default: run)
+    and verified by `run`. `allowed`: the field names the caller can change (None: every field). An item is
+    `shown` when it gains at least SHOW_ABOVE and fits in memory; the rest are for "show all"."""
     base_v = _value(base, metric)
-    for label, change, why in candidates:
+    if allowed is not None:
+        allowed = set(allowed)
+        candidates = [c for c in candidates if _knobs(c[1]) <= allowed]
+
+    def attempt(label, change, why):
         try:
             r = run(m.s.replace(**change))
         except HwsimError:
-            continue
+            return None
         if bottleneck == "memory_capacity":
-            if not r.memory["oom"]:
-                out.append(
-                    {
-                        "change": label,
-                        "fields": change,
-                        "speedup": None,
-                        "fits": True,
-                        "total_gb": round(r.memory["total_gb"], 2),
-                        "why": why,
-                    }
-                )
-            continue
+            if r.memory["oom"]:
+                return None
+            item = {"change": label, "fields": change, "speedup": None, "fits": True, "shown": True}
+            return item | {"total_gb": round(r.memory["total_gb"], 2), "why": why}
         sp = _value(r, metric) / base_v if base_v > 0 else None
         item = {"change": label, "fields": change, "speedup": round(sp, 3) if sp is not None else None, "why": why}
         if metric != "throughput":
             item["metric"] = metric
         if r.memory["oom"]:
             item.update(speedup=None, why="out of memory")
-        out.append(item)
+        item["shown"] = bool(item["speedup"] and item["speedup"] >= SHOW_ABOVE)
+        risk = "" if r.memory["oom"] else _risk(m, r)
+        if risk:
+            item["risk"] = risk
+        return item
+
+    out = [x for x in (attempt(*c) for c in candidates) if x is not None]
     if bottleneck == "memory_capacity":
         return out[:6]
+    screen = screen or run
+    screen_base = _value(screen(m.s), metric)
+
+    def screened(fields: dict) -> float:
+        try:
+            return _value(screen(m.s.replace(**fields)), metric) / screen_base if screen_base > 0 else 0.0
+        except HwsimError:
+            return 0.0
+
+    out += _combinations(out, attempt, screened)
+    for x in out:
+        if x["fields"].get("gpu") and not x["shown"] and x["speedup"] and bottleneck not in ("compute", "memory_bw"):
+            x["why"] = "the GPU already waits on the rest of the pipeline: a faster one would only idle more"
     return sorted(out, key=lambda x: -(x["speedup"] or 0.0))
+
+
+POOL = 8  # singles (the best one per field) that combinations draw on
+VERIFY = 3  # combinations of each size verified by `run`, the best screened first
+
+
+def _combinations(singles: list[dict], attempt, screened) -> list[dict]:
+    """A small beam search: every pair of the POOL singles that set different fields, screened; the VERIFY best
+    verified; then the two best verified pairs with a third single, likewise. A combination is kept when it
+    beats the best of its parts by SHOW_ABOVE: two stages saturated together, where relieving either alone
+    gains nothing, are freed only together."""
+    pool, seen_knobs = [], set()
+    for x in sorted(singles, key=lambda x: -(x["speedup"] or 0.0)):
+        knobs = frozenset(_knobs(x["fields"]))
+        if x["speedup"] and x["speedup"] >= 0.97 and knobs not in seen_knobs and len(pool) < POOL:
+            seen_knobs.add(knobs)
+            pool.append(x)
+
+    def disjoint(parts):
+        keys = [_knobs(p["fields"]) for p in parts]
+        return all(not (a & b) for i, a in enumerate(keys) for b in keys[i + 1 :])
+
+    def fields_of(parts):
+        out = {}
+        for p in parts:
+            out.update(p["fields"])
+        return out
+
+    def verify(groups, floor):
+        """The VERIFY best screened groups, run; those beating floor(parts) by SHOW_ABOVE."""
+        ranked = sorted(groups, key=lambda g: -screened(fields_of(g)))[:VERIFY]
+        kept = []
+        for parts in ranked:
+            item = attempt(" ".join(p["change"] for p in parts), fields_of(parts), "; ".join(p["why"] for p in parts))
+            if item and item["speedup"] and item["speedup"] >= SHOW_ABOVE * floor(parts):
+                kept.append((item | {"parts": [p["change"] for p in parts]}, parts))
+        return sorted(kept, key=lambda k: -k[0]["speedup"])
+
+    best = {}  # the speed-up of each verified pair, the floor of the triples grown from it
+    pairs = verify(
+        [[a, b] for i, a in enumerate(pool) for b in pool[i + 1 :] if disjoint([a, b])],
+        lambda parts: max(p["speedup"] for p in parts),
+    )
+    for item, parts in pairs:
+        best[frozenset(p["change"] for p in parts)] = item["speedup"]
+    grown = [[*parts, c] for _, parts in pairs[:2] for c in pool if c not in parts and disjoint([*parts, c])]
+    unique = {frozenset(p["change"] for p in g): g for g in grown}  # a triple grows from up to three pairs
+    triples = verify(list(unique.values()), lambda parts: best[frozenset(p["change"] for p in parts[:2])])
+    return [item for item, _ in pairs + triples]

@@ -42,11 +42,6 @@ def _language_models() -> list[str]:
     return [k for k, w in catalog.workloads().items() if w.get("arch") == "transformer" and "vocab" in w]
 
 
-def _label(name: str) -> str:
-    f = FIELDS[name]
-    return name.replace("_", " ") + (f" ({f.unit})" if f.unit and f.unit not in ("x",) else "")
-
-
 class WhatIf(W.VBox):
     """What-if panel over one Scenario; `.scenario` and `.result` are always the ones shown."""
 
@@ -151,7 +146,7 @@ class WhatIf(W.VBox):
 
     def _row(self, name, widget):
         label = W.HTML(
-            f"<span title='{html.escape(FIELDS[name].help)}'>{html.escape(_label(name))}</span>",
+            f"<span title='{html.escape(FIELDS[name].help)}'>{html.escape(FIELDS[name].label)}</span>",
             layout=W.Layout(width="150px"),
         )
         return W.HBox([label, widget])

@@ -36,7 +36,17 @@ from traitlets.config import Configurable
 
 from ..core import catalog
 from ..core.errors import HwsimError
-from ..core.scenario import BATCHING, COMMON_FIELDS, FIELDS, FUSIONS, KIND_FIELDS, KINDS, PRECISIONS, Scenario
+from ..core.scenario import (
+    BATCHING,
+    COMMON_FIELDS,
+    FIELDS,
+    FUSIONS,
+    KIND_FIELDS,
+    KINDS,
+    PRECISIONS,
+    Scenario,
+    panel_fields,
+)
 
 
 class HwsimServer(Configurable):
@@ -54,6 +64,7 @@ def _catalog_payload() -> dict:
     for name, f in FIELDS.items():
         fields[name] = {
             "type": f.type.__name__,
+            "label": f.label,
             "unit": f.unit,
             "help": f.help,
             "default": resolved.engine if name == "engine" else f.default,
@@ -89,7 +100,7 @@ def _catalog_payload() -> dict:
     }
 
 
-def compute(method: str, scenario: dict, seed: int, budget_s: float, suggest: bool) -> tuple[int, str]:
+def compute(method: str, scenario: dict, seed: int, budget_s: float, suggest) -> tuple[int, str]:
     """Run in a worker process (or the server's thread): (HTTP status, JSON text) of the result plus the panel's chart specs. The text is
     made here, so the server's event loop only copies bytes."""
     from ..api import estimate, simulate
@@ -110,7 +121,7 @@ def compute(method: str, scenario: dict, seed: int, budget_s: float, suggest: bo
 GRACE = 0.5  # a simulation stops itself half a budget after its 504 (at 1.5 budgets if it started at once)
 
 
-def compute_by(deadline: float, grace_s: float, method: str, scenario: dict, seed: int, suggest: bool):
+def compute_by(deadline: float, grace_s: float, method: str, scenario: dict, seed: int, suggest):
     """compute() for a request whose time budget ends at `deadline` (time.time(), the same clock in every process):
     the simulation stops itself `grace_s` after it, so no input holds a worker (or the server's thread) for long
     after its 504 went out. A job that starts after the deadline has been answered already and does nothing."""
@@ -189,7 +200,7 @@ class Workers:
         if self.log is not None:
             self.log.warning(message, *args)
 
-    def submit(self, deadline: float, method: str, scenario: dict, seed: int, suggest: bool) -> Future:
+    def submit(self, deadline: float, method: str, scenario: dict, seed: int, suggest) -> Future:
         executor = self.pool if self.ready and self.pool is not None else self.local
         grace = GRACE * self.limits.timeout_s
         job = executor.submit(compute_by, deadline, grace, method, scenario, seed, suggest)
@@ -288,6 +299,8 @@ class ComputeHandler(_Base):
             return self.fail(503, f"{limits.max_pending} simulations are already waiting; try again shortly")
         async with gate:
             deadline = time.time() + limits.timeout_s
+            # a panel suggests only the changes it has controls for
+            suggest = panel_fields(s.kind) if suggest else False
             job = self.settings["hwsim_workers"].submit(deadline, self.method, scenario, int(seed_text), suggest)
             try:
                 status, text = await asyncio.wait_for(asyncio.wrap_future(job), timeout=limits.timeout_s)

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core import catalog, costs, workloads
 from ..core.simulator import Environment, jitter
-from ..diagnosis import bigger_gpus, engine_changes, lower_precisions, next_gpu, oom_sentence
+from ..diagnosis import bigger_gpus, engine_changes, lower_precisions, native_precisions, next_gpu, oom_sentence
 from .base import Candidate, KindBase, percentiles
 
 PREFILL_CHUNK_TOKENS = 8192  # prefill activations are held for at most this many tokens at once
@@ -630,6 +630,7 @@ def _candidates(m, bottleneck: str, mem: dict) -> list[Candidate]:
         )
     if s.batching == "static":
         out.append(("batching=continuous", {"batching": "continuous"}, "no waiting for the longest sequence"))
+    out += native_precisions(m)
     for p in lower_precisions(s, ("int8", "int4")):
         out.append((f"precision={p}", {"precision": p}, "fewer bytes per weight to read every step"))
     out += engine_changes(

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from ..core import analytic, catalog, costs, simulator
 from ..core.costs import host_threads
-from ..diagnosis import LINK_LADDER, STORAGE_LADDER, bigger_gpus, engine_changes, next_gpu, oom_sentence
+from ..diagnosis import (
+    LINK_LADDER,
+    STORAGE_LADDER,
+    bigger_gpus,
+    engine_changes,
+    native_precisions,
+    next_gpu,
+    oom_sentence,
+)
 from .base import Candidate, KindBase, percentiles, step_details
 
 CLOSE_BEHIND = 0.15  # a stage with less spare capacity than this caps what relieving the bottleneck gains
@@ -155,6 +163,7 @@ def candidates(m, bottleneck: str, mem: dict) -> list[Candidate]:
     if link_id in LINK_LADDER[:-2]:
         nxt = LINK_LADDER[LINK_LADDER.index(link_id) + 1]
         out.append((f"host_link={nxt}", {"host_link": nxt, "host_link_gbs": None}, "faster copies"))
+    out += native_precisions(m)
     if s.precision in ("fp32", "tf32"):
         p = "bf16" if "bf16" in m.device["peak_tflops"] else "fp16"
         out.append((f"precision={p}", {"precision": p}, "tensor-core math, half the bytes"))

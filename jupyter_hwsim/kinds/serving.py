@@ -17,7 +17,7 @@ import simpy
 from ..core import costs
 from ..core.errors import HwsimError
 from ..core.simulator import Busy, Environment, jitter
-from ..diagnosis import engine_changes, lower_precisions, next_gpu, oom_sentence
+from ..diagnosis import engine_changes, lower_precisions, native_precisions, next_gpu, oom_sentence
 from .base import Candidate, KindBase, percentiles, step_details
 
 DEFAULT_RATE_RPS = 100.0
@@ -481,6 +481,7 @@ def _candidates(m, bottleneck: str, mem: dict) -> list[Candidate]:
     out.append((f"replicas={s.replicas + 1}", {"replicas": s.replicas + 1}, "one more model instance"))
     w = s.loader_workers
     out.append((f"loader_workers={max(1, 2 * w)}", {"loader_workers": max(1, 2 * w)}, "more preprocessing workers"))
+    out += native_precisions(m)
     if s.precision in ("fp32", "tf32"):
         p = "bf16" if "bf16" in m.device["peak_tflops"] else "fp16"
         out.append((f"precision={p}", {"precision": p}, "tensor-core math, half the bytes"))

@@ -237,7 +237,7 @@ def _judge_change(s: Scenario, change, seed: int = 0) -> bool:
     if changed == s:
         return _off(f"{label} is what the pipeline already has: change something.")
     base = _base(s, seed)
-    speeds = [x["speedup"] for x in base.suggestions if x.get("speedup")]
+    speeds = [x["speedup"] for x in base.suggestions if x.get("speedup") and "parts" not in x]  # singles
     best = max(speeds, default=1.0)
     try:
         sp, r = change_speedup(s, fields, seed)

@@ -131,7 +131,7 @@ def _risk(m, r) -> str:
     if share > 0.9:
         out.append(f"uses {share:.0%} of GPU memory")
     slo = s.get("latency_slo_ms")
-    if s["kind"] in ("serving", "llm") and slo and r.latency_ms["p99"] > slo:
+    if "latency_slo_ms" in m.s.traits.panel_fields and slo and r.latency_ms["p99"] > slo:  # a kind judged on it
         out.append(f"p99 {r.latency_ms['p99']:,.0f} ms, over the {slo:g} ms SLO")
     return "; ".join(out)
 

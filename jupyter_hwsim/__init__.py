@@ -12,7 +12,7 @@ import importlib.metadata
 import importlib.util
 import sys
 
-from .api import best_batch, estimate, simulate, sweep
+from .api import best_batch, compare, estimate, simulate, sweep
 from .core import catalog
 from .core.errors import HwsimError
 from .core.importers.hf import from_hf_config, parameter_counts
@@ -27,9 +27,11 @@ __all__ = [
     "estimate",
     "sweep",
     "best_batch",
+    "compare",
     "catalog",
     "from_hf_config",
     "from_onnx",
+    "from_torch",
     "parameter_counts",
     "whatif",
     "calibrate",
@@ -103,6 +105,10 @@ def __getattr__(name):
         from .core.importers.onnx import from_onnx
 
         return from_onnx
+    if name == "from_torch":  # needs PyTorch (the torch extra): imported only when asked for
+        from .core.importers.torch_trace import from_torch
+
+        return from_torch
     if name == "calibrate":  # needs PyTorch (the torch extra): imported only when asked for
         from .calibration.pipeline import calibrate
 

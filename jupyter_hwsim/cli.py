@@ -7,11 +7,11 @@ import json
 import os
 import sys
 
-from .api import estimate, simulate, sweep
+from .api import compare, estimate, simulate, sweep
 from .core import catalog, reference
 from .core.errors import HwsimError
 from .core.scenario import Scenario
-from .scenario_text import fields_help, parse_pairs, split_args
+from .scenario_text import compare_args, fields_help, parse_pairs, split_args
 
 SECTIONS = {"gpus": "gpus", "storage": "storage", "workloads": "workloads", "links": "links", "engines": "engines",
             "cpus": "cpus", "decoders": "decoders"}  # fmt: skip
@@ -141,6 +141,20 @@ def main(argv=None) -> int:
                 action="store_true",
                 help="also name the point of highest throughput whose p99 latency meets latency_slo_ms",
             )
+    text = "a baseline beside a change: every number with its ratio"
+    p = sub.add_parser(
+        "compare",
+        help=text,
+        description=text + ". A.toml is the baseline (default: the default scenario), B.toml the change "
+        "(default: A); key=value pairs change B.",
+        usage="python -m jupyter_hwsim compare [A.toml] [B.toml] [key=value ...]",
+        epilog=fields,
+        formatter_class=raw,
+    )
+    p.add_argument("args", nargs="*", help="up to two scenario files and key=value changes of the second")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    p.add_argument("--seed", type=int, default=0, help="random seed of both simulations (default 0)")
+    p.add_argument("--estimate", action="store_true", help="compare closed-form estimates instead of simulations")
     c = sub.add_parser(
         "catalog",
         help="the catalogue: devices, storage, links or workloads, with key specs",
@@ -151,6 +165,15 @@ def main(argv=None) -> int:
     )
     c.add_argument("--json", action="store_true", help="every entry as JSON")
     c.add_argument("--sources", action="store_true", help="each number with its source and the URLs behind it")
+    text = "what was understood of a model file: layers, parameters, FLOPs, warnings"
+    m = sub.add_parser(
+        "import",
+        help=text,
+        description=text + ". PATH: a Hugging Face config.json (or its directory) or an .onnx file, or hf:/onnx:.",
+    )
+    m.add_argument("path", metavar="PATH", help="config.json, a model directory, model.onnx, hf:... or onnx:...")
+    m.add_argument("--seq", type=int, default=None, help="tokens of a language model (default: its context)")
+    m.add_argument("--json", action="store_true", help="print the figures as JSON")
     sub.add_parser("help", help="every scenario field with its unit, default and accepted range")
     try:
         a = ap.parse_args(argv)
@@ -160,6 +183,13 @@ def main(argv=None) -> int:
         if a.cmd == "help":
             print(fields_help())
             return 0
+        if a.cmd == "import":
+            from .core.importers import load
+            from .core.importers.summary import describe, describe_text, spec_of
+
+            d = describe(load(spec_of(a.path)), seq=a.seq)
+            print(json.dumps(d, indent=2) if a.json else describe_text(d))
+            return 0
         if a.cmd == "catalog":
             entries = getattr(catalog, SECTIONS[a.section])()
             if a.json:
@@ -168,6 +198,12 @@ def main(argv=None) -> int:
                 print(_sources_text(entries))
             else:
                 print(_catalog_table(a.section, entries))
+            return 0
+        if a.cmd == "compare":
+            fa, fb = compare_args(a.args)
+            method = "estimate" if a.estimate else "simulate"
+            c = compare(Scenario.from_dict(fa), Scenario.from_dict(fb), method=method, seed=a.seed)
+            print(json.dumps(c.to_dict(), indent=2) if a.json else c)
             return 0
         base, rest = split_args(a.args)
         if a.cmd == "sweep":
@@ -210,13 +246,14 @@ def main(argv=None) -> int:
                     "  ".join(f"{k:>14}" for k in keys)
                     + f"  {'throughput':>12}"
                     + ("  95% interval      " if ci else "")
-                    + f"  {'p50 ms':>9}  bottleneck"
+                    + f"  {'p50 ms':>9}  {'p99 ms':>9}  bottleneck"
                 )
                 for r, row in zip(results, results.rows):
                     band = f"  [{row['throughput_lo']:>8.1f}, {row['throughput_hi']:>8.1f}]" if ci else ""
                     print(
                         "  ".join(f"{str(r.scenario[k]):>14}" for k in keys)
-                        + f"  {row['throughput']:>12.1f}{band}  {row['p50_ms']:>9.2f}  {row['bottleneck']}"
+                        + f"  {row['throughput']:>12.1f}{band}  {row['p50_ms']:>9.2f}  {row['p99_ms']:>9.2f}"
+                        + f"  {row['bottleneck']}"
                     )
             if a.best:
                 ok = [r for r in results if not r.memory["oom"] and r.latency_ms["p99"] <= r.scenario["latency_slo_ms"]]

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from . import diagnosis, kinds
-from .core import costs, precision
+from .core import bands, costs, energy, precision
 from .core.errors import HwsimError
 from .core.result import GPU_TIME_KEYS, Result
 from .core.scenario import FIELDS, KIND_TRAITS, Scenario
@@ -139,6 +139,15 @@ def _result(kind, m, d, mem, method: str, state: dict | None, timeline=()) -> Re
         **extra,
     )
     kind.finish(r, mem)
+    if not mem["oom"]:
+        gpus = m.s.replicas if "replicas" in m.s.traits.panel_fields else 1
+        for k, v in energy.figures(
+            m.device, util["gpu_busy"], r.throughput, gpus, m.s.price_per_hour_usd, m.s.grid_gco2_per_kwh
+        ).items():
+            setattr(r, k, v)
+        r.accuracy = bands.band(
+            r.scenario, "throughput", r.throughput, single_stream=m.s.traits.generates and m.batch == 1
+        )
     return r
 
 

@@ -70,6 +70,17 @@ def split_args(args: list[str]) -> tuple[dict, list[str]]:
     return base, rest
 
 
+def compare_args(args: list[str]) -> tuple[dict, dict]:
+    """`compare [A.toml] [B.toml] [key=value ...]`: the baseline A (default: the default scenario) and the change
+    B (default: A) with the key=values applied to it."""
+    files = [a for a in args if "=" not in a and a.endswith((".toml", ".json"))]
+    if len(files) > 2:
+        raise HwsimError("compare", " ".join(files), "at most two scenario files: the baseline and the change")
+    a = load_file(files[0]) if files else {}
+    b = load_file(files[1]) if len(files) == 2 else dict(a)
+    return a, {**b, **parse_pairs([x for x in args if x not in files])}
+
+
 def fields_help() -> str:
     lines = ["Scenario fields (key=value):"]
     for f in FIELDS.values():

@@ -13,7 +13,7 @@ LAYERS = [
     ("diagnosis",),
     ("kinds",),
     ("runner",),
-    ("sweeps",),
+    ("sweeps", "compare"),
     ("api", "scenario_text"),
     ("validation", "teaching", "calibration"),
     ("cli", "jupyter"),

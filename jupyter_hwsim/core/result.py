@@ -36,6 +36,13 @@ class Result:
     max_concurrency: int | None = None  # llm: most sequences whose KV cache fits
     prefill_tokens_per_s: float | None = None  # llm: one request's prompt tokens over its prefill time
     arrivals: str | None = None  # llm: the arrival semantics the numbers mean (closed-loop, poisson, offline)
+    # cost and energy (core/energy.py): None where the catalogue lacks the device's power or price
+    power_w: float | None = None  # board power of every GPU of the run
+    energy_j_per_unit: float | None = None  # per sample, request or token (throughput_unit)
+    cost_usd_per_million: float | None = None  # per million units at the GPU's hourly price
+    co2e_g_per_million: float | None = None  # per million units at grid_gco2_per_kwh
+    # how far to trust it (core/bands.py): the published error of the throughput's class; None: no such rows
+    accuracy: dict | None = None
 
     KIND_KEYS = (
         "goodput",
@@ -46,6 +53,11 @@ class Result:
         "max_concurrency",
         "prefill_tokens_per_s",
         "arrivals",
+        "power_w",
+        "energy_j_per_unit",
+        "cost_usd_per_million",
+        "co2e_g_per_million",
+        "accuracy",
     )
 
     def to_dict(self, timeline: bool = False) -> dict[str, Any]:
@@ -152,17 +164,44 @@ class Result:
             lines.append(
                 f"goodput     {self.goodput:,.1f} requests/s within {self.scenario.get('latency_slo_ms'):g} ms" + per
             )
+        if self.power_w is not None or self.cost_usd_per_million is not None:
+            one = self.throughput_unit.split("/")[0].rstrip("s")
+            parts = []
+            if self.power_w is not None:
+                parts.append(f"{self.power_w:,.0f} W")
+            if self.energy_j_per_unit is not None:
+                parts.append(f"{self.energy_j_per_unit:.3g} J per {one}")
+            if self.cost_usd_per_million is not None:
+                parts.append(f"${self.cost_usd_per_million:,.3g} per million {one}s")
+            if self.co2e_g_per_million is not None:
+                parts.append(f"{self.co2e_g_per_million:,.3g} g CO2e per million")
+            lines.append("cost        " + "   ".join(parts))
+        a = self.accuracy
+        if a:
+            what = a["class"].replace("|", ", ")
+            lines.append(
+                f"accuracy    likely {a['low']:,.4g}-{a['high']:,.4g} {self.throughput_unit}: the range around the "
+                f"prediction that held 8 in 10 of {a['n']} published measurements of its class ({what}; median "
+                f"error {a['median_abs_error']:.0%})"
+                if a["status"] == "validated"
+                else f"accuracy    not validated: {a['n']} published measurements of its class ({what})"
+            )
         for w in self.warnings:
             lines.append(f"warning     {w}")
-        if self.suggestions:
+        shown = [x for x in self.suggestions if x.get("shown", True)]
+        if shown:
             lines.append("what would help (re-simulated):")
-            for sug in self.suggestions:
-                sp = sug.get("speedup")
-                lines.append(
-                    f"  {sug['change']:<32} "
-                    + (f"{sp:.2f}x" if sp is not None else "fits")
-                    + (f"  {sug['why']}" if sug.get("why") else "")
-                )
+        for sug in shown:
+            sp = sug.get("speedup")
+            lines.append(
+                f"  {sug['change']:<32} "
+                + (f"{sp:.2f}x" if sp is not None else "fits")
+                + (f"  {sug['why']}" if sug.get("why") else "")
+                + (f" (risk: {sug['risk']})" if sug.get("risk") else "")
+            )
+        if len(shown) < len(self.suggestions):
+            n = len(self.suggestions) - len(shown)
+            lines.append(f"  ... and {n} change{'s' * (n > 1)} gaining under 1.05x (all in .suggestions)")
         return "\n".join(lines)
 
     def __str__(self) -> str:

@@ -112,8 +112,10 @@ LABELS = {
     "mode": "Arrivals",
     "kv_precision": "KV-cache precision",
     "weight_group_size": "Weights per quantization scale",
+    "price_per_hour_usd": "GPU price per hour",
+    "grid_gco2_per_kwh": "Grid carbon intensity",
 }
-_LABEL_UNITS = ("GB/s", "ms", "GB", "req/s", "tokens", "bytes")
+_LABEL_UNITS = ("GB/s", "ms", "GB", "req/s", "tokens", "bytes", "USD/h", "gCO2e/kWh")
 
 
 @dataclass(frozen=True)
@@ -333,6 +335,25 @@ FIELDS = {
             choices=PRECISIONS,
         ),
         Field(
+            "price_per_hour_usd",
+            float,
+            "USD/h",
+            "price of one GPU-hour (default: the catalogue's dated cloud list price; set your own)",
+            None,
+            0.0,
+            1e6,
+        ),
+        Field(
+            "grid_gco2_per_kwh",
+            float,
+            "gCO2e/kWh",
+            "carbon intensity of the electricity (default 436: the world's generation in 2022, Ember Global "
+            "Electricity Review 2023)",
+            436.0,
+            0.0,
+            5000.0,
+        ),
+        Field(
             "weight_group_size",
             int,
             "weights",
@@ -344,6 +365,45 @@ FIELDS = {
         ),
     ]
 }
+
+
+def json_schema() -> dict:
+    """The scenario as a JSON Schema (draft 2020-12), made from FIELDS: what a form or a REST client may send.
+    Every field may be null (its default); a catalogue field takes a name (ids listed as examples: aliases and
+    case are accepted too) or an object of its entry."""
+    props = {}
+    for f in FIELDS.values():
+        p: dict[str, Any] = {"title": f.label, "description": f.help}
+        if f.unit:
+            p["x-unit"] = f.unit
+        if f.default is not None:
+            p["default"] = f.default
+        if f.choices:
+            p["enum"] = [*f.choices, None]
+        elif f.name in _CATALOGUE_FIELDS or f.name in ("cpu", "decoder"):
+            section = _CATALOGUE_FIELDS.get(f.name, f.name + "s")
+            p["anyOf"] = [
+                {"type": "string", "examples": sorted(getattr(catalog, section)())},
+                *([{"type": "object"}] if f.name != "decoder" else []),
+                {"type": "null"},
+            ]
+        elif f.type is bool:
+            p["type"] = ["boolean", "null"]
+        elif f.type is str:
+            p["type"] = ["string", "null"]
+        else:
+            p["type"] = ["integer" if f.type is int else "number", "null"]
+            p["exclusiveMinimum" if f.lo_open else "minimum"] = f.lo
+            p["maximum"] = f.hi
+        props[f.name] = p
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "jupyter-hwsim scenario",
+        "type": "object",
+        "additionalProperties": False,
+        "properties": props,
+    }
+
 
 _CATALOGUE_FIELDS = {"workload": "workloads", "gpu": "gpus", "storage": "storage", "host_link": "links",
                      "engine": "engines"}  # fmt: skip
@@ -502,6 +562,8 @@ class Scenario:
     batching: str = _default("batching")
     mode: str | None = _default("mode")
     kv_precision: str | None = _default("kv_precision")
+    price_per_hour_usd: float | None = _default("price_per_hour_usd")
+    grid_gco2_per_kwh: float = _default("grid_gco2_per_kwh")
     weight_group_size: int = _default("weight_group_size")
 
     def __post_init__(self):

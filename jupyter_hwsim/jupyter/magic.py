@@ -6,19 +6,20 @@ and no traceback; the result of `run` and the points of `sweep` are returned.
 
 from __future__ import annotations
 
+import html
 import shlex
 import sys
 import tomllib
 
 from IPython.display import display
 
-from ..api import estimate, simulate, sweep
+from ..api import compare, estimate, simulate, sweep
 from ..core.errors import HwsimError
 from ..core.scenario import Scenario
-from ..scenario_text import as_table, fields_help, parse_pairs, split_args
+from ..scenario_text import as_table, compare_args, fields_help, parse_pairs, split_args
 from .report import result_html, table_html
 
-COMMANDS = ("run", "estimate", "sweep", "help")
+COMMANDS = ("run", "estimate", "sweep", "compare", "help")
 
 USAGE = """Simulate an ML pipeline from a notebook.
 
@@ -27,12 +28,15 @@ USAGE = """Simulate an ML pipeline from a notebook.
   %hwsim estimate key=value ...   the same from the closed-form estimate
   %hwsim sweep key=v1,v2,... ...  throughput and p99 latency against the swept values (with the budget line
                                   when latency_slo_ms is given)
+  %hwsim compare [a.toml] [b.toml] key=value ...
+                                  a baseline beside a change: every number with its ratio
   %hwsim help                     every field with its unit, default and range
   %%hwsim [run|estimate|sweep] [key=value ...]
   <TOML scenario as the cell body; the line's keys override it>
 
 Options: --seed N (default 0). Values: numbers, true/false, catalogue names (case-insensitive).
-`r = %hwsim run ...` keeps the Result; `%hwsim sweep` returns the list of Results.
+`r = %hwsim run ...` keeps the Result; `%hwsim sweep` returns the list of Results; `%hwsim compare` the
+Comparison.
 """
 
 
@@ -63,6 +67,8 @@ def _parse(line: str, cell: str | None):
         except RecursionError:
             raise HwsimError("cell", cell.strip().splitlines()[0], "a TOML scenario of a few levels") from None
         base = as_table(data.get("scenario", data), "cell", cell.strip().splitlines()[0])
+    if cmd == "compare":  # its two files are kept apart (scenario_text.compare_args)
+        return cmd, seed, base, words
     files, rest = split_args(words)
     return cmd, seed, {**base, **files}, rest
 
@@ -93,6 +99,11 @@ def run_magic(line: str, cell: str | None = None):
             results = sweep(s, seed=seed, **axes)
             show_sweep(results, list(axes), slo_ms=s.latency_slo_ms if "latency_slo_ms" in {**base, **fixed} else None)
             return results
+        if cmd == "compare":
+            fa, fb = compare_args(rest)
+            c = compare(Scenario.from_dict({**base, **fa}), Scenario.from_dict({**base, **fb}), seed=seed)
+            display({"text/html": compare_html(c), "text/plain": str(c)}, raw=True)
+            return c
         s = Scenario.from_dict({**base, **parse_pairs(rest)})
         if cmd == "panel":
             from .panel import WhatIf
@@ -106,6 +117,27 @@ def run_magic(line: str, cell: str | None = None):
     except HwsimError as e:
         _fail(e)
         return None
+
+
+def compare_html(c) -> str:
+    """The comparison as a table: a green arrow where the change is better, a red one where it is worse."""
+    colour = {True: "var(--jp-success-color1, #2e7d32)", False: "var(--jp-error-color1, #c62828)"}
+    rows = []
+    for row in c.rows:
+        r = row["ratio"]
+        arrow = "" if r is None or abs(r - 1) < 0.005 else ("▲" if r > 1 else "▼")
+        style = f" style='color:{colour[row['better']]}'" if row["better"] is not None else ""
+        ratio = "-" if r is None else f"{r:.2f}x {arrow}"
+        rows.append(
+            f"<tr><td>{html.escape(row['label'])}</td><td>{row['a']:,.4g}</td><td>{row['b']:,.4g}</td>"
+            f"<td{style}>{ratio}</td></tr>"
+        )
+    changed = ", ".join(f"{k}: {html.escape(str(a))} → {html.escape(str(b))}" for k, (a, b) in c.changed.items())
+    return (
+        f"<div class='hwsim-compare'><p><b>Changed</b>: {changed or 'nothing'}<br><b>Bottleneck</b>: "
+        f"{c.a.bottleneck} → {c.b.bottleneck}</p><table><tr><th></th><th>baseline</th><th>change</th>"
+        f"<th>ratio</th></tr>{''.join(rows)}</table></div>"
+    )
 
 
 def show_result(r) -> None:

@@ -1,6 +1,7 @@
 """The jupyter_server extension: the REST API behind the sidebar what-if panel.
 
   GET  /hwsim/api/catalog    devices, storage, links, workloads, precisions, every field with unit/default/range
+  GET  /hwsim/api/schema     the scenario as a JSON Schema (draft 2020-12): what a form or a client may send
   POST /hwsim/api/estimate   a scenario object -> Result.to_dict() + "charts" (the panel's Vega-Lite specs);
                              ?suggest=1 adds the ranked suggestions (off for the preview while dragging)
   POST /hwsim/api/simulate   the same from the discrete-event simulation (?seed=N, ?suggest=0 to skip them)
@@ -45,6 +46,7 @@ from ..core.scenario import (
     KINDS,
     PRECISIONS,
     Scenario,
+    json_schema,
     panel_fields,
 )
 
@@ -252,6 +254,13 @@ class CatalogHandler(_Base):
         self.finish(json.dumps(self.settings["hwsim_catalog"]))
 
 
+class SchemaHandler(_Base):
+    @tornado.web.authenticated
+    def get(self):
+        """The scenario's JSON Schema (core.scenario.json_schema): fields, types, ranges, labels and units."""
+        self.finish(self.settings["hwsim_schema"])
+
+
 class ComputeHandler(_Base):
     method = "estimate"
 
@@ -354,6 +363,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
         hwsim_limits=limits,
         hwsim_workers=workers,
         hwsim_catalog=_catalog_payload(),
+        hwsim_schema=json.dumps(json_schema()),
         hwsim_gate=asyncio.Semaphore(limits.max_pending),
     )
     base = url_path_join(web.settings["base_url"], "hwsim", "api")
@@ -361,6 +371,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
         ".*$",
         [
             (url_path_join(base, "catalog"), CatalogHandler),
+            (url_path_join(base, "schema"), SchemaHandler),
             (url_path_join(base, "estimate"), EstimateHandler),
             (url_path_join(base, "simulate"), SimulateHandler),
         ],

@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 
 from ..api import estimate, simulate
+from ..core.bands import workload_family
 from ..core.errors import HwsimError
 from ..core.scenario import Scenario
 from . import cases as cases_module
 from . import fits
-from .cases import case, family, published_rows, workload_family
+from .cases import ENGINE_CATALOGUE, case, family, published_rows
 from .fits import fit_decode_efficiency
 
 CATEGORIES = ("training", "inference", "latency_b1", "llm_decode", "llm_prefill", "llm_ttft", "serving", "dataloading")
@@ -254,6 +255,7 @@ def bands(rows: list[dict]) -> dict:
     for k, errs in sorted(groups.items()):
         wf, engine, measure = k.split("|")
         entry = {"workload_family": wf, "engine": engine, "measure": measure, "n": len(errs)}
+        entry["runtime"] = ENGINE_CATALOGUE.get(engine)  # the engine catalogue's id: how a Result finds its band
         if len(errs) < MIN_BAND_ROWS:
             entry["status"] = "unvalidated"
         else:

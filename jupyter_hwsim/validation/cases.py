@@ -570,16 +570,3 @@ def case(row: dict) -> dict:
         fields["steps"] = max(10, min(fields["requests"], 100_000))
         notes.append("runtime batch: the sequences whose KV cache fits in the stated share of free memory")
     return {"fields": fields, "measure": measure, "engine": engine, "notes": [n for n in notes if n]}
-
-
-def workload_family(fields: dict) -> str:
-    """cnn | transformer-encoder | llm | other, for the error bands."""
-    w = fields.get("workload")
-    name = w.get("name", "") if isinstance(w, dict) else str(w)
-    if KIND_TRAITS[fields["kind"]].generates:
-        return "llm"
-    if re.search(r"resnet|ssd|retinanet", name, re.I):
-        return "cnn"
-    if re.search(r"bert|vit", name, re.I):
-        return "transformer-encoder"
-    return "other"

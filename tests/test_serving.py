@@ -136,9 +136,10 @@ def test_replicas_double_capacity():
 
 
 def test_goodput_counts_requests_within_the_budget():
-    s = Scenario(kind="serving", arrival_rate_rps=1000, max_batch_size=8, steps=2000)
+    capacity = estimate(Scenario(kind="serving", arrival_rate_rps=1e5, max_batch_size=8), suggest=False).throughput
+    s = Scenario(kind="serving", arrival_rate_rps=round(0.6 * capacity), max_batch_size=8, steps=2000)
     r = simulate(s, suggest=False)
-    assert r.goodput == pytest.approx(r.throughput)  # all well within 100 ms
+    assert r.goodput == pytest.approx(r.throughput)  # at 60% of capacity, all well within 100 ms
     tight = simulate(s.replace(latency_slo_ms=r.latency_ms["p50"]), suggest=False)
     assert tight.goodput == pytest.approx(r.throughput * 0.5, rel=0.1)
 
@@ -156,9 +157,11 @@ def test_best_batch_is_the_largest_within_the_budget():
     table = {row["batch_size"]: row for row in out["table"]}
     assert table[out["batch"]]["p99_ms"] <= 100 < table[2 * out["batch"]]["p99_ms"]
     assert out["throughput"] == pytest.approx(table[out["batch"]]["throughput"])
-    served = best_batch(Scenario(kind="serving", arrival_rate_rps=2000, steps=300), latency_slo_ms=20)
+    capacity = estimate(Scenario(kind="serving", arrival_rate_rps=1e5), suggest=False).throughput
+    # half the capacity of an eager ResNet-50 server: a batch holds about 9 ms of Python per operator
+    served = best_batch(Scenario(kind="serving", arrival_rate_rps=round(capacity / 2), steps=300), latency_slo_ms=50)
     assert served["field"] == "max_batch_size" and served["batch"] >= 1
-    assert served["p99_ms"] <= 20
+    assert served["p99_ms"] <= 50
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,15 @@ def family(source_id: str) -> str:
 # Host cores of the DGX machines (a 1-GPU run has the whole host): DGX-1 2x 20-core Xeon E5-2698 v4, DGX-2
 # 2x 24-core Xeon Platinum 8168, DGX A100 2x 64-core EPYC 7742, DGX H100 2x 56-core Xeon 8480C.
 HOST_CORES = [(r"DGX-1", 40), (r"DGX-2", 48), (r"DGX A100", 128), (r"DGX H100", 112)]
+# The host CPU of a row that names its system (data/cpus.toml): its core speed sets how fast the host issues
+# kernels and runs the framework's Python per operator (DGX H100's 8480C is taken as the catalogue's 8480+).
+HOST_CPUS = [
+    (r"DGX-1", "xeon-e5-2698-v4"),
+    (r"DGX-2", "xeon-8168"),
+    (r"DGX A100", "epyc-7742"),
+    (r"DGX H100", "xeon-8480plus"),
+    (r"i9-13900K", "core-i9-13900k"),
+]
 
 HARDWARE = [
     (r"^\d+x |^8x", None, "multi-GPU run (data parallelism across GPUs is not modelled)"),
@@ -487,6 +496,10 @@ def case(row: dict) -> dict:
     fields["gpu"] = IDEAL_DEVICE if hw[1] == "ideal" else hw[1]
     notes.append(hw[2])
     cores = next((n for p, n in HOST_CORES if re.search(p, row["hardware"])), None)
+    host = next((c for p, c in HOST_CPUS if re.search(p, row["hardware"])), None)
+    if host and cat != "dataloading":  # dataloading rows name their CPU whole (LOADER_CPUS)
+        fields["cpu_speed"] = catalog.cpus()[host]["core_speed"]
+        notes.append(f"host cores at the speed of the {host} (data/cpus.toml)")
 
     _, mod = _first(MODELS, row["model"])
     if mod is None:

@@ -1,5 +1,7 @@
 """The lessons the product teaches must hold in the model."""
 
+import math
+
 import pytest
 
 from jupyter_hwsim import Scenario, estimate, simulate
@@ -191,3 +193,143 @@ def test_no_stage_close_behind_says_nothing_of_one():
         if "parts" not in x and x["change"].split("=")[0] in ("gpu", "engine", "precision")
     ]  # each alone; combined with more loader workers they do help (tests/test_suggestions.py)
     assert gpu_side and max(gpu_side) < 1.05
+
+
+# ---------------------------------------------------------------- the predictions and quizzes of the lessons
+from jupyter_hwsim.teaching import quiz  # noqa: E402
+
+QIDS = sorted(quiz.questions())
+
+
+def _check(capsys, qid, answer):
+    ok = quiz.check(qid, answer)
+    return ok, capsys.readouterr().out
+
+
+def test_every_lesson_has_a_prediction_and_a_short_quiz():
+    for n in range(1, 11):
+        assert f"{n}.predict" in QIDS
+        assert 3 <= len([q for q in QIDS if q.startswith(f"{n}.q")]) <= 5
+
+
+@pytest.mark.parametrize("qid", QIDS)
+def test_question_is_well_formed(qid):
+    q = quiz.question(qid)
+    assert q.text and q.explain
+    text = repr(quiz.ask(qid)) + quiz.ask(qid)._repr_markdown_()
+    assert "{" not in text and "}" not in text, text  # every placeholder filled from the facts
+    if q.numeric:
+        assert q.tolerance > 0 and {"high", "low"} <= set(q.hints)
+        assert math.isfinite(quiz.correct_answers(qid)) and quiz.correct_answers(qid) != 0
+    else:
+        right = quiz.correct_answers(qid)
+        assert len(q.choices) >= 2 and set(right) <= set(q.choices)
+        assert set(q.choices) - set(right), "a question needs a wrong choice"
+        assert set(q.choices) - set(right) <= set(q.hints), "every wrong choice has its own hint"
+    edges = getattr(q.answer, "edges", None)
+    if edges:  # bucketed answers cover every value, without gaps or overlaps
+        spans = sorted(edges.values())
+        assert spans[0][0] <= 0 and spans[-1][1] == math.inf
+        assert all(a[1] == b[0] for a, b in zip(spans, spans[1:]))
+
+
+@pytest.mark.parametrize("qid", QIDS)
+def test_question_accepts_every_right_answer_and_hints_on_a_wrong_one(capsys, qid):
+    q = quiz.question(qid)
+    explain = q.explain.format(**quiz.facts(qid))
+    if q.numeric:
+        truth = quiz.correct_answers(qid)
+        for x in (truth, truth * (1 + q.tolerance / 2), f"{truth * (1 - q.tolerance / 2):,.6g}"):
+            ok, out = _check(capsys, qid, x)
+            assert ok and "correct" in out and explain in out, out
+        for x, side in ((truth * (1 + 3 * q.tolerance), "high"), (truth / (1 + 3 * q.tolerance), "low")):
+            ok, out = _check(capsys, qid, x)
+            assert not ok and f"too {side}" in out and "Hint:" in out, out
+            assert (explain in out) == q.is_prediction, out  # a quiz answer is not given away
+        ok, out = _check(capsys, qid, "lots")
+        assert not ok and "not a number" in out
+    else:
+        right = quiz.correct_answers(qid)
+        for key in right:
+            for form in (key, key.upper(), f"{key})", q.choices[key].format(**quiz.facts(qid))):
+                ok, out = _check(capsys, qid, form)
+                assert ok and "correct" in out and explain in out, (form, out)
+        for key in set(q.choices) - set(right):
+            ok, out = _check(capsys, qid, key)
+            hint = q.hints[key].format(**quiz.facts(qid))
+            assert not ok and hint in out and "correct" not in out, out
+            assert (explain in out) == q.is_prediction, out  # a prediction explains; a quiz answer hints
+        ok, out = _check(capsys, qid, "zz")
+        assert not ok and "not one of the choices" in out
+    ok, out = _check(capsys, qid, None)
+    assert not ok and "fill in your answer" in out
+
+
+def test_check_all_scores(capsys):
+    right = quiz.correct_answers("1.q1")[0]
+    wrong = next(k for k in quiz.question("1.q3").choices if k not in quiz.correct_answers("1.q3"))
+    assert quiz.check_all({"1.q1": right}) is True
+    assert quiz.check_all({"1.q1": right, "1.q3": wrong}) is False
+    assert "score: 1 of 2" in capsys.readouterr().out
+
+
+def test_a_prediction_follows_the_model():
+    """The right choice is computed from the simulation, so it moves with the model's numbers."""
+    from jupyter_hwsim.teaching.questions import bucket
+
+    pick = bucket("x", {"a": (0, 1.1), "b": (1.1, math.inf)})
+    assert pick({"x": 1.0}) == "a" and pick({"x": 3.0}) == "b"
+    assert quiz.correct_answers("1.predict") == (pick({"x": quiz.facts("1.predict")["speedup"]}),)
+
+
+def test_unknown_question_is_refused():
+    with pytest.raises(KeyError, match="no question"):
+        quiz.check("9.q9", "a")
+
+
+def test_quiz_imports_no_jupyter_module():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, jupyter_hwsim.teaching.quiz, jupyter_hwsim.teaching.questions; "
+        "bad = [m for m in ('IPython', 'ipywidgets', 'altair', 'jupyter_server', 'nbformat') if m in sys.modules]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_answer_key_covers_every_question_and_follows_the_checkers(capsys):
+    from jupyter_hwsim.teaching import answers
+    from jupyter_hwsim.teaching import exercises as ex
+
+    key = answers.quiz_answers()
+    assert set(key) == set(QIDS)
+    for qid in QIDS:
+        if not quiz.question(qid).numeric:
+            first = key[qid].split(" or ")[0]
+            assert quiz.check(qid, first)
+    capsys.readouterr()
+    exercise = answers.exercise_answers()
+    best, _ = ex.serving_answer()
+    assert exercise["3B server"].startswith(f"max_batch_size={best} ")
+    change = exercise["1 biggest change"].split(" (")[0]
+    assert ex.check_biggest_change(change)
+    assert ex.check_precision_choice(exercise["6 precision"].split(", ")[0])
+    assert ex.check_mfu(exercise["2 MFU"])
+    for case in ex.CAPSTONE:
+        bottleneck, fix = exercise[f"10 capstone {case}"].split("; ")
+        assert ex.check_capstone(case, bottleneck, fix.split(" (")[0])
+
+
+def test_a_static_figure_carries_its_svg():
+    import altair as alt
+
+    from jupyter_hwsim.teaching.figures import VEGALITE_MIME, static
+
+    chart = alt.Chart(alt.Data(values=[{"x": "a", "y": 2.0}, {"x": "b", "y": 3.0}])).mark_bar().encode(x="x:N", y="y:Q")
+    bundle = static(chart, "bars")._repr_mimebundle_()
+    assert bundle[VEGALITE_MIME]["$schema"].endswith("v5.json")
+    assert bundle["image/svg+xml"].lstrip().startswith("<svg") and bundle["image/svg+xml"].count("<path") >= 2
+    assert bundle["text/plain"] == "<bars chart>"

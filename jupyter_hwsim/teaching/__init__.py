@@ -1,1 +1,3 @@
-"""The workshop's exercise checkers: they check a student's answer by simulating it, and give hints."""
+"""The workshop's checkers: exercises that simulate a student's answer and give hints (exercises), predictions
+and quizzes kept as data (questions) with one checking function (quiz), the instructor's answer key computed
+from the model (answers), and static charts for handouts (figures)."""

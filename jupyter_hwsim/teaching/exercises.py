@@ -35,11 +35,14 @@ __all__ = [
     "FLOAT_FORMATS",
     "LESSON7_BASE",
     "CHANGEABLE",
+    "ACCEPT_SHARE",
     "change_speedup",
     "check_biggest_change",
     "check_mfu",
     "check_best_batch",
     "check_serving_batch",
+    "serving_answer",
+    "serving_table",
     "check_a100_vs_cpu",
     "check_model_gb",
     "check_decode_tokens_per_s",
@@ -47,6 +50,10 @@ __all__ = [
     "check_fusion_speedup",
     "mystery",
     "check_mystery_fix",
+    "CAPSTONE",
+    "BOTTLENECKS",
+    "capstone",
+    "check_capstone",
 ]
 
 # ---------------------------------------------------------------- the exercise scenarios
@@ -123,6 +130,8 @@ CHANGEABLE = (
     "engine",
     "host_cache_gb",
 )
+# a single change is accepted when its speed-up reaches this share of the best one the simulator finds
+ACCEPT_SHARE = 0.9
 # a catalogue change brings the entry's own numbers, as the simulator's suggestions do
 _RESETS = {
     "storage": ("storage_bandwidth_gbs", "storage_latency_ms", "storage_concurrency"),
@@ -230,6 +239,11 @@ def _judge_change(s: Scenario, change, seed: int = 0) -> bool:
             "loader_workers, cpu_cores, storage, host_cache_gb, gpu, precision, engine or batch_size."
         )
     label = f"{key}={value}"
+    if key in ("engine", "fusion") and s.traits.trains and not _trains(value):
+        return _off(
+            f"{label} cannot train: it builds inference engines only (no backward pass, no optimizer step).",
+            "For training, fusion comes from torch.compile (engine=torch-compile); but first ask what the GPU waits for.",
+        )
     try:
         changed = s.replace(**fields)
     except HwsimError as e:
@@ -254,7 +268,7 @@ def _judge_change(s: Scenario, change, seed: int = 0) -> bool:
             f"{label} gives {sp:.2f}x, but its measured matmul error is {err:.1%}: that trades away "
             "accuracy. Find a change that keeps the numbers right."
         )
-    if sp >= 0.9 * best:
+    if sp >= ACCEPT_SHARE * best:
         return _correct(f"{label} gives {sp:.2f}x: it attacks what the pipeline was waiting for ({base.bottleneck}).")
     if sp > 1.05:
         return _off(
@@ -267,9 +281,17 @@ def _judge_change(s: Scenario, change, seed: int = 0) -> bool:
     )
 
 
+def _trains(engine) -> bool:
+    """Whether the catalogue says this engine (or fusion mode) can train; unknown names are left to the scenario."""
+    try:
+        return bool(catalog.get("engines", str(engine)).get("trains", True))
+    except HwsimError:
+        return True
+
+
 def check_biggest_change(change) -> bool:
     """Lesson 1: the single change with the biggest speed-up for LESSON1_PIPELINE. Accepted when its
-    re-simulated speed-up is at least 90% of the best ranked suggestion's."""
+    re-simulated speed-up is at least ACCEPT_SHARE of the best ranked suggestion's."""
     return _judge_change(LESSON1_PIPELINE, change)
 
 
@@ -344,9 +366,76 @@ def check_best_batch(batch, throughput) -> bool:
     return _check_batch(LESSON3_INFERENCE, batch, throughput)
 
 
+SERVING_BATCHES = (1, 2, 4, 8, 16, 32, 64, 128)  # the max_batch_size values exercise B's sweep tries
+KEEP_UP = 0.95  # a server keeps up when it serves at least this share of the arrivals
+
+
+def serving_table() -> dict:
+    """{max_batch_size: Result} of LESSON3_SERVING over SERVING_BATCHES (cached)."""
+    key = ("serving", repr(sorted(LESSON3_SERVING.to_dict().items())))
+    if key not in _BASE_CACHE:
+        _BASE_CACHE[key] = {
+            b: simulate(LESSON3_SERVING.replace(max_batch_size=b), suggest=False) for b in SERVING_BATCHES
+        }
+    return _BASE_CACHE[key]
+
+
+def serving_answer() -> tuple[int, set]:
+    """(the max_batch_size with the lowest p99 among those that keep up within the budget, every accepted one:
+    a p99 within 10% of that lowest)."""
+    rate = LESSON3_SERVING.arrival_rate_rps
+    ok = {
+        b: r.latency_ms["p99"]
+        for b, r in serving_table().items()
+        if r.throughput >= KEEP_UP * rate and r.latency_ms["p99"] <= LESSON3_SLO_MS
+    }
+    best = min(ok, key=ok.get)
+    return best, {b for b, p99 in ok.items() if p99 <= 1.1 * ok[best]}
+
+
 def check_serving_batch(max_batch_size, throughput) -> bool:
-    """Lesson 3: the same for the dynamic batcher of LESSON3_SERVING (max_batch_size)."""
-    return _check_batch(LESSON3_SERVING, max_batch_size, throughput)
+    """Lesson 3: the max_batch_size of LESSON3_SERVING with the lowest p99 latency among those that keep up with
+    the arrivals inside LESSON3_SLO_MS (any within 10% of that p99 is accepted), and its throughput within 5%."""
+    if max_batch_size is None or throughput is None:
+        return _fill_in("the max_batch_size with the lowest p99 and the requests/s it serves")
+    b, x = _number(max_batch_size), _number(throughput)
+    if b is None:
+        return _not_a_number(max_batch_size)
+    if x is None:
+        return _not_a_number(throughput)
+    table, rate = serving_table(), LESSON3_SERVING.arrival_rate_rps
+    if b not in table:
+        return _off("Give one of the values the sweep tries: " + ", ".join(map(str, SERVING_BATCHES)) + ".")
+    b = int(b)
+    r = table[b]
+    p99, served = r.latency_ms["p99"], r.throughput
+    best, accepted = serving_answer()
+    if served < KEEP_UP * rate:
+        return _off(
+            f"At max_batch_size={b} the server serves {served:,.0f} of {rate:g} requests/s: the queue grows "
+            "without end. Let it batch more."
+        )
+    if p99 > LESSON3_SLO_MS:
+        return _off(
+            f"At max_batch_size={b} the p99 is {p99:.0f} ms, over the {LESSON3_SLO_MS:g} ms budget. Look at what "
+            "the requests wait for (the `waiting for companions` column of the serving sweep)."
+        )
+    if b not in accepted:
+        return _off(
+            f"max_batch_size={b} keeps up with a p99 of {p99:.0f} ms, but another cap gives a clearly lower p99.",
+            "A large cap makes a request wait for companions that arrive slowly; a small one may not keep up. "
+            "Which cap is just large enough?",
+        )
+    if not _close(x, served, 0.05):
+        return _off(
+            f"The max_batch_size is right! The throughput is {x / served - 1:+.0%} off: read it (requests/s) at "
+            "that max_batch_size."
+        )
+    return _correct(
+        f"max_batch_size={b} keeps up ({served:,.0f} requests/s of {rate:g} arriving) with the lowest p99, "
+        f"{p99:.0f} ms. A server that keeps up serves what arrives: its throughput is the arrival rate, and the "
+        "cap only decides how long requests wait."
+    )
 
 
 # ---------------------------------------------------------------- 04: choosing the chip
@@ -516,4 +605,78 @@ def check_mystery_fix(seed, change) -> bool:
         s = mystery(seed)
     except HwsimError as e:
         return _off(f"hwsim cannot make that mystery: {e}")
+    return _judge_change(s, change)
+
+
+# ---------------------------------------------------------------- 10: the capstone, three mystery pipelines
+# each slow for a different reason: profile, name the bottleneck, fix it with one change
+CAPSTONE = {
+    "A": Scenario(
+        kind="training",
+        workload="vit-b16",
+        gpu="h100",
+        precision="bf16",
+        storage="hdd",
+        loader_workers=16,
+        cpu_cores=32,
+        steps=60,
+    ),
+    "B": Scenario(
+        kind="inference",
+        workload="bert-base",
+        gpu="a100",
+        precision="fp16",
+        batch_size=1,
+        loader_workers=8,
+        cpu_cores=32,
+        steps=60,
+    ),
+    "C": Scenario(
+        kind="training",
+        workload="bert-base",
+        gpu="a100",
+        precision="fp32",
+        loader_workers=16,
+        cpu_cores=32,
+        steps=60,
+    ),
+}
+BOTTLENECKS = ("io", "cpu", "host_link", "memory_bw", "compute", "overhead")
+_WHERE = {
+    "io": "GPU time waiting on `input_io`, storage busy",
+    "cpu": "GPU time waiting on `input_preprocess`, the CPU cores busy",
+    "host_link": "GPU time in `host_copy`, the host link busy",
+    "memory_bw": "a busy GPU with high HBM bandwidth and low MFU",
+    "compute": "a busy GPU with high MFU",
+    "overhead": "GPU time in `launch`: kernels shorter than the host needs to issue them",
+}
+
+
+def capstone(case: str) -> Scenario:
+    """One of the capstone's mystery pipelines ("A", "B" or "C"). Profile it; do not print it."""
+    key = str(case).strip().upper()
+    if key not in CAPSTONE:
+        raise HwsimError("case", case, "one of " + ", ".join(CAPSTONE))
+    return CAPSTONE[key]
+
+
+def check_capstone(case, bottleneck, change) -> bool:
+    """Lesson 10: name the bottleneck of capstone(case) (its simulated `bottleneck`) and the single biggest
+    change, judged as in lesson 1. The diagnosis is checked first: a fix without the right diagnosis is luck."""
+    try:
+        s = capstone(case)
+    except HwsimError as e:
+        return _off(f"hwsim cannot find that case: {e}")
+    if bottleneck is None:
+        return _fill_in("the bottleneck's name, one of " + ", ".join(BOTTLENECKS))
+    b = str(bottleneck).strip().lower()
+    if b not in BOTTLENECKS:
+        return _off(f"{bottleneck!r} is not a bottleneck name: use one of " + ", ".join(BOTTLENECKS) + ".")
+    truth = _base(s, 0).bottleneck
+    if b != truth:
+        return _off(
+            f"Not {b}: that would show as {_WHERE[b]}. Which share of the GPU time is the largest, and which "
+            "resource is busiest?"
+        )
+    print(f"Diagnosis right: {b}.")
     return _judge_change(s, change)

@@ -157,12 +157,17 @@ def test_kind_switch_shows_only_the_controls_that_apply():
     assert {"arrival_rate_rps", "max_batch_size", "max_queue_delay_ms", "latency_slo_ms"} <= visible()
 
 
-def test_a_bad_value_is_refused_in_words_and_changes_nothing():
+def test_a_bad_value_is_refused_in_words_beside_its_control_and_changes_nothing():
     p = _panel(kind="llm", steps=10)
     before = p.scenario
     p.controls["prompt_tokens"].value = 8192  # longer than llama-2-7b's 4096 context
-    assert "prompt_tokens=8192" in p.error.value and "context" in p.error.value
+    err = p.row_error
+    assert "prompt_tokens=8192" in err.value and "context" in err.value
     assert p.scenario == before and p.controls["prompt_tokens"].value == before.prompt_tokens
+    column = list(p.left.children)
+    assert column[column.index(p.controls["prompt_tokens"]) + 1] is err  # right under its control
+    p.controls["prompt_tokens"].value = 1024
+    assert err not in p.left.children and p.scenario.prompt_tokens == 1024
 
 
 def test_busy_beside_mfu_and_the_gap_explained():
@@ -171,23 +176,147 @@ def test_busy_beside_mfu_and_the_gap_explained():
     assert "hwsim-gap" in p.numbers.value  # batch-1 decode: busy, but little math
 
 
+def test_the_default_panel_shows_exactly_the_default_scenario():
+    """No control rounds a default (the storage slider once showed 7.08 for 7.0 GB/s and sent it back)."""
+    from jupyter_hwsim import simulate
+
+    p = _panel()
+    assert p.scenario == Scenario()
+    r = simulate(Scenario())
+    assert p.result.method == "simulate"
+    assert (p.result.throughput, p.result.latency_ms, p.result.utilization) == (
+        r.throughput,
+        r.latency_ms,
+        r.utilization,
+    )
+    assert p.controls["storage_bandwidth_gbs"].value == 7.0
+    for kind in ("training", "serving", "llm"):
+        q = _panel(kind=kind, steps=20)
+        for name, w in q.controls.items():
+            if q.rows[name].layout.display == "none" or not hasattr(w, "options"):
+                continue
+            values = [o[1] if isinstance(o, tuple) else o for o in w.options]
+            assert w.value in values, (kind, name, w.value)
+            w.value = w.value  # the value sent back by the browser is the value shown: nothing changes
+        assert q.scenario == Scenario(kind=kind, steps=20)
+
+
+def test_controls_have_plain_labels_and_their_definition_on_hover():
+    p = _panel(steps=20)
+    w = p.controls["storage_bandwidth_gbs"]
+    assert w.description == "Storage read speed (GB/s)" and w.tooltip == FIELDS["storage_bandwidth_gbs"].help
+    assert p.controls["loader_workers"].description == "Loader workers"
+    assert all(w.description and w.tooltip for w in p.controls.values())
+    assert "title=" in p.numbers.value  # each read-out's definition
+
+
+def test_a_custom_value_is_shown_exactly():
+    p = _panel(storage_bandwidth_gbs=4.2, batch_size=48, steps=20)
+    assert p.controls["storage_bandwidth_gbs"].value == 4.2 and p.controls["batch_size"].value == 48
+    assert p.scenario.storage_bandwidth_gbs == 4.2 and p.scenario.batch_size == 48
+
+
+def _suggestion_buttons(p):
+    return [(row, button) for row, button, _ in p._suggestion_rows if row.layout.display != "none"]
+
+
+def test_suggestions_list_the_shown_ones_and_show_all_lists_the_rest():
+    p = _panel(steps=60)
+    sugs = p.result.suggestions
+    assert sugs and all(set(s) >= {"change", "fields", "speedup", "why"} for s in sugs)
+    shown = [s for s in sugs if s.get("shown", True)]
+    listed = len(_suggestion_buttons(p))
+    assert listed == min(len(shown), len(p._suggestion_rows))
+    hidden = len(sugs) - len(shown)
+    if hidden:
+        assert f"{hidden} more" in p.show_all.description
+        p.show_all.value = True
+        assert len(_suggestion_buttons(p)) == min(len(sugs), len(p._suggestion_rows))
+    # a suggestion missing "shown" is listed
+    p._suggestions = [{"change": "loader_workers=12", "fields": {"loader_workers": 12}, "speedup": 1.2, "why": "x"}]
+    p.show_all.value = False
+    p._draw_suggestions()
+    assert len(_suggestion_buttons(p)) == 1
+
+
 def test_clicking_a_suggestion_applies_it():
     p = _panel(loader_workers=2, steps=60)
-    buttons = [b for b in p.suggestion_box.children if hasattr(b, "on_click")]
-    assert buttons
-    top = p.result.suggestions[0]
-    buttons[0].click()
+    rows = _suggestion_buttons(p)
+    assert rows
+    top = p._listed()[0]
+    rows[0][1].click()
     for k, v in top["fields"].items():
-        assert getattr(p.scenario, k) == Scenario(**{k: v}).to_dict()[k] if v is not None else True
+        if v is not None:
+            assert getattr(p.scenario, k) == v
+    assert p.result.method == "simulate"
+
+
+def test_only_fields_with_a_control_are_suggested_or_applied():
+    p = _panel(steps=60)
+    shown = {n for n, row in p.rows.items() if row.layout.display != "none"}
+    for sug in p._listed():
+        assert {k for k, v in sug["fields"].items() if v is not None} <= shown, sug
+    p._suggestions = [{"change": "host_cache_gb=138", "fields": {"host_cache_gb": 138.0}, "speedup": 2.0, "why": ""}]
+    p._draw_suggestions()
+    assert not _suggestion_buttons(p)
+    with pytest.raises(Exception, match="host_cache_gb"):
+        p.apply(p._suggestions[0])
+
+
+def test_a_pinned_baseline_is_compared_in_every_number_and_chart():
+    p = _panel(loader_workers=4, steps=60)
+    assert "hwsim-delta" not in p.numbers.value
+    p.pin()
+    assert p.baseline is not None and "Unpin" in p.pin_button.description
+    p.set(loader_workers=16)
+    assert p.numbers.value.count("hwsim-delta") >= 4 and "&#9650;" in p.numbers.value  # faster: up
+    spec = lambda name: p.outputs[name].outputs[0]["data"][VEGALITE_MIME]  # noqa: E731
+    assert spec("utilization")["datasets"]["base"]
+    assert {r["run"] for r in spec("gpu_time")["datasets"]["rows"]} == {"current", "baseline"}
+    assert {r["run"] for r in spec("memory")["datasets"]["parts"]} == {"current", "baseline"}
+    assert spec("curve")["datasets"]["base_curve"] and spec("curve")["datasets"]["base_current"]
+    p.unpin()
+    assert "hwsim-delta" not in p.numbers.value and not spec("utilization")["datasets"]["base"]
+
+
+def _downloads(html_text):
+    import base64
+    import re
+
+    return {
+        name: base64.b64decode(data)
+        for name, data in re.findall(r"download='([^']+)' href='data:[^;]+;base64,([^']+)'", html_text)
+    }
+
+
+def test_panel_downloads_scenario_result_and_trace():
+    import tomllib
+
+    p = _panel(loader_workers=6, batch_size=128, steps=60)
+    files = _downloads(p.downloads.value)
+    toml = files["hwsim-training-scenario.toml"].decode()
+    assert Scenario.from_dict(tomllib.loads(toml)) == p.scenario
+    result = json.loads(files["hwsim-training-result.json"])
+    assert result["throughput"] == p.result.throughput
+    trace = json.loads(files["hwsim-training-trace.json"])
+    assert len([e for e in trace["traceEvents"] if e["ph"] == "X"]) == len(p.result.timeline)
+    assert "Perfetto" in p.trace_link.value
+
+
+def test_panel_exports_its_charts_as_svg_and_png():
+    p = _panel(steps=30)
+    p.export_charts()
+    files = _downloads(p.chart_files.value)
+    for name in p.outputs:
+        assert files[f"hwsim-{name}.svg"].lstrip().startswith(b"<svg"), name
+        assert files[f"hwsim-{name}.png"].startswith(b"\x89PNG"), name
 
 
 def test_panel_offers_the_trace_of_its_simulation():
-    import base64
-
     p = _panel(steps=60)
     link = p.trace_link.value
     assert "download=" in link and "Perfetto" in link
-    data = json.loads(base64.b64decode(link.split("base64,")[1].split("'")[0]))
+    data = json.loads(_downloads(link)["hwsim-training-trace.json"])
     assert len([e for e in data["traceEvents"] if e["ph"] == "X"]) == len(p.result.timeline)
 
 
@@ -197,8 +326,17 @@ def test_panel_charts_carry_their_data():
         (o,) = out.outputs
         spec = o["data"][VEGALITE_MIME]
         assert spec["datasets"], name
+        assert spec["config"]["background"] == "transparent" and spec["usermeta"]["embedOptions"]["renderer"] == "svg"
+        assert o["data"]["image/png"]  # a placeholder: the renderer makes no PNG per redraw
     curve = p.outputs["curve"].outputs[0]["data"][VEGALITE_MIME]["datasets"]
     assert len(curve["curve"]) >= 5 and curve["current"][0]["x"] == p.result.details["batch_size"]
+
+
+def test_an_unchanged_chart_is_not_redrawn():
+    p = _panel(steps=60)
+    before = {n: o.outputs for n, o in p.outputs.items()}
+    p.settle()  # the same scenario, simulated again: the same specs
+    assert all(p.outputs[n].outputs is before[n] for n in p.outputs)
 
 
 def test_dragging_previews_with_the_estimate_and_simulates_once_it_settles():
@@ -206,17 +344,77 @@ def test_dragging_previews_with_the_estimate_and_simulates_once_it_settles():
 
     async def drag():
         p = WhatIf(steps=60, debounce_s=0.2)
+        await asyncio.sleep(1.0)  # the first simulation
+        assert p.result.method == "simulate"
         n_sim = sum(t["what"] == "simulate" for t in p.timings)
         for w in (2, 3, 4, 5, 6):  # a slider moving
             p.controls["loader_workers"].value = w
-            assert p.result.method == "estimate" and p.scenario.loader_workers == w
-        await asyncio.sleep(0.6)
+            assert p.scenario.loader_workers == w
+            await asyncio.sleep(0.06)
+            assert p.result.method == "estimate" and p.result.scenario["loader_workers"] == w
+        await asyncio.sleep(1.0)
         assert p.result.method == "simulate" and p.result.scenario["loader_workers"] == 6
         assert sum(t["what"] == "simulate" for t in p.timings) == n_sim + 1  # one simulation, not five
         return p
 
     p = asyncio.run(drag())
     assert all(t["ms"] > 0 for t in p.timings)
+
+
+def test_fifty_fast_changes_are_coalesced_and_the_latest_wins():
+    from jupyter_hwsim import simulate
+    from jupyter_hwsim.jupyter.panel import WhatIf
+
+    async def storm():
+        p = WhatIf(steps=60, debounce_s=0.15)
+        await asyncio.sleep(1.0)
+        p.timings.clear()
+        values = [1 + (i * 7) % 40 for i in range(50)]
+        for v in values:  # 50 changes with no pause: the kernel sees them back to back
+            p.controls["loader_workers"].value = v
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if p.result.method == "simulate" and p.result.scenario["loader_workers"] == values[-1] and p._settled:
+                if p._settled.scenario["loader_workers"] == values[-1] and not p._in_flight:
+                    break
+        return p, values
+
+    p, values = asyncio.run(storm())
+    assert sum(t["what"] == "estimate" for t in p.timings) <= 3  # coalesced: not one preview per value
+    assert sum(t["what"] == "simulate" for t in p.timings) == 1
+    expected = simulate(Scenario(loader_workers=values[-1], steps=60), suggest=False)
+    assert p.result.throughput == expected.throughput
+    assert f"{expected.throughput:,.1f}" in p.numbers.value
+
+
+def test_a_simulation_in_flight_is_not_doubled_and_a_stale_one_is_dropped():
+    from jupyter_hwsim.jupyter.panel import WhatIf
+
+    async def race():
+        p = WhatIf(steps=400, debounce_s=0.01)
+        await asyncio.sleep(0.05)
+        p.controls["loader_workers"].value = 3  # while the first simulation may still run
+        await asyncio.sleep(0.05)
+        p.controls["loader_workers"].value = 5
+        for _ in range(200):
+            await asyncio.sleep(0.05)
+            if not p._in_flight and p._settled and p._settled.scenario["loader_workers"] == 5:
+                break
+        return p
+
+    p = asyncio.run(race())
+    assert p.result.scenario["loader_workers"] == 5 and p.result.method == "simulate"
+    assert sum(t["what"] == "simulate" for t in p.timings) <= 3  # the first, perhaps 3 (if it started), and 5
+
+
+def test_the_timeline_is_aggregated_to_what_fits():
+    from jupyter_hwsim import charts, simulate
+
+    r = simulate(Scenario(loader_workers=32, steps=60), suggest=False)
+    spans = charts.timeline(r).datasets["spans"]
+    assert len({s["track"] for s in spans}) <= charts.MAX_TRACKS
+    assert len(spans) <= charts.WIDTH * charts.MAX_TRACKS
+    assert sum(s["spans"] for s in spans) >= len(spans)
 
 
 def test_whatif_from_python_exposes_scenario_and_result():
@@ -239,7 +437,7 @@ def test_charts_encode_what_they_say_and_compile_with_vega_lite_5():
     util = drawn["utilization"].to_dict()
     keys = {row["key"] for row in util["datasets"]["rows"]}
     assert keys == {"storage", "cpu", "host_link", "gpu_busy", "gpu_mfu", "hbm_bw"}
-    assert util["layer"][0]["encoding"]["x"]["field"] == "value"
+    assert util["layer"][0]["encoding"]["x"]["field"] == "value" and util["config"]["background"] == "transparent"
     gpu = drawn["gpu_time"].to_dict()
     assert sum(row["fraction"] for row in gpu["datasets"]["rows"]) == pytest.approx(1.0)
     roof = drawn["roofline"].to_dict()

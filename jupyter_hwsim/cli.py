@@ -82,7 +82,12 @@ def _catalog_table(section: str, entries: dict) -> str:
     rows = [["id", "name", *(c[0] for c in cols), "aliases"]]
     for key, e in entries.items():
         rows.append(
-            [key, e.get("name", ""), *(_cell(e, f, fmt) for _, f, fmt in cols), ", ".join(e.get("aliases", []))]
+            [
+                key,
+                e.get("name", "") + (f" (added: {e['origin']})" if e.get("origin") else ""),
+                *(_cell(e, f, fmt) for _, f, fmt in cols),
+                ", ".join(e.get("aliases", [])),
+            ]
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
@@ -92,7 +97,7 @@ def _sources_text(entries: dict) -> str:
     """Every sourced number of every entry with its source text and the URLs its `ref:` ids resolve to."""
     lines = []
     for key, e in entries.items():
-        lines.append(f"{key} ({e.get('name', key)})")
+        lines.append(f"{key} ({e.get('name', key)})" + (f"  added from {e['origin']}" if e.get("origin") else ""))
         for field, src in e.get("sources", {}).items():
             lines.append(f"  {field} = {e.get(field)}")
             lines.append(f"    source: {src}")

@@ -44,13 +44,27 @@ def _load(section: str) -> dict:
                     entry.setdefault("sources", {})[key] = dsrc[key]
     for key, entry in data.items():
         entry["id"] = key
-    return data
+    from .scenario import own  # entries are read-only: a caller's change cannot alter the catalogue
+
+    return {key: own(entry, f"{section}.{key}") for key, entry in data.items()}
+
+
+# entries added at run time: catalog.add(), or the TOML files of the folder named by USER_FOLDER_ENV
+_ADDED: dict[str, dict] = {section: {} for section in _FILES}
+USER_FOLDER_ENV = "JUPYTER_HWSIM_CATALOG"
+_ADDABLE = ("gpus", "storage", "links", "workloads", "engines", "cpus")
+_user_folder_read: list[str] = []  # the folder already read (it is read once, on first use)
+
+
+def _entries(section: str) -> dict:
+    _read_user_folder()
+    return {**_load(section), **_ADDED[section]}
 
 
 @functools.cache
 def _aliases(section: str) -> dict:
     table = {}
-    for key, entry in _load(section).items():
+    for key, entry in _entries(section).items():
         for name in [key, *entry.get("aliases", [])]:
             table[_norm(name)] = key
     return table
@@ -62,7 +76,7 @@ def _norm(name: str) -> str:
 
 def names(section: str) -> list[str]:
     """Catalogue ids of a section: gpus, storage, links, workloads, precisions."""
-    return list(_load(section))
+    return list(_entries(section))
 
 
 def get(section: str, name: str) -> dict:
@@ -74,36 +88,96 @@ def get(section: str, name: str) -> dict:
         raise HwsimError(
             _FIELD[section], name, f"one of {', '.join(names(section))}", did_you_mean(_norm(name), _aliases(section))
         )
-    return _load(section)[key]
+    return _entries(section)[key]
 
 
 def gpus() -> dict:
-    return dict(_load("gpus"))
+    return _entries("gpus")
 
 
 def storage() -> dict:
-    return dict(_load("storage"))
+    return _entries("storage")
 
 
 def links() -> dict:
-    return dict(_load("links"))
+    return _entries("links")
 
 
 def workloads() -> dict:
-    return dict(_load("workloads"))
+    return _entries("workloads")
 
 
 def precisions() -> dict:
-    return dict(_load("precisions"))
+    return _entries("precisions")
 
 
 def engines() -> dict:
-    return dict(_load("engines"))
+    return _entries("engines")
 
 
 def cpus() -> dict:
-    return dict(_load("cpus"))
+    return _entries("cpus")
 
 
 def decoders() -> dict:
-    return dict(_load("decoders"))
+    return _entries("decoders")
+
+
+def add(section: str, entry, id: str | None = None, origin: str = "catalog.add()") -> dict:
+    """Add a device, storage, link, workload, engine or host CPU at run time: a dict or a TOML table of the
+    documented fields (python -m jupyter_hwsim catalog SECTION --json shows them), deep-checked like a custom
+    entry of a scenario. Its id (the argument, else the entry's "id") must be new. Returns the stored entry."""
+    from .scenario import check_cpu, own, thaw
+    from .workloads import check_custom
+
+    if section not in _ADDABLE:
+        raise HwsimError("section", section, "one of " + ", ".join(_ADDABLE))
+    if isinstance(entry, str):
+        try:
+            entry = tomllib.loads(entry)
+        except tomllib.TOMLDecodeError as e:
+            raise HwsimError(_FIELD[section], entry.strip().splitlines()[0] if entry.strip() else entry,
+                             f"a TOML table of the entry's fields ({e})") from None  # fmt: skip
+    if not isinstance(entry, dict):
+        raise HwsimError(_FIELD[section], entry, "a table (dict) of the entry's fields")
+    key = id if id is not None else entry.get("id")
+    if not isinstance(key, str) or not key.strip() or _norm(key) != key.strip().lower().replace("_", "-"):
+        raise HwsimError(f"{_FIELD[section]}.id", key, "a name of letters, digits and dashes")
+    key = _norm(key)
+    taken = _aliases(section).get(key)
+    if taken is not None and taken not in _ADDED[section]:
+        raise HwsimError(f"{_FIELD[section]}.id", key, f"a new name: {taken} is a built-in {_FIELD[section]}")
+    entry = thaw(own(entry, _FIELD[section]))
+    if section == "cpus":
+        check_cpu(entry)
+    else:
+        check_custom(section, entry)
+    entry.update(id=key, origin=origin)
+    entry.setdefault("name", key)
+    _ADDED[section][key] = own(entry, f"{section}.{key}")
+    _aliases.cache_clear()
+    return _ADDED[section][key]
+
+
+def _read_user_folder() -> None:
+    """The TOML files of the folder named by $JUPYTER_HWSIM_CATALOG (devices.toml, storage.toml, ...: the
+    package's own file names), each table one entry added as by add(); read once, on first use."""
+    import os
+    from pathlib import Path
+
+    folder = os.environ.get(USER_FOLDER_ENV)
+    if not folder or folder in _user_folder_read:
+        return
+    _user_folder_read.append(folder)
+    if not Path(folder).is_dir():
+        raise HwsimError(USER_FOLDER_ENV, folder, "a folder of catalogue TOML files (devices.toml, cpus.toml, ...)")
+    for section in _ADDABLE:
+        path = Path(folder) / _FILES[section]
+        if not path.is_file():
+            continue
+        try:
+            tables = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+            raise HwsimError(str(path), path.name, f"a readable TOML file ({e})") from None
+        for key, entry in tables.items():
+            add(section, entry, id=key, origin=str(path))

@@ -103,7 +103,7 @@ LABELS = {
     "think_time_ms": "Client think time",
     "max_batch_size": "Largest batch",
     "max_queue_delay_ms": "Longest batching wait",
-    "latency_slo_ms": "Latency target (SLO)",
+    "latency_slo_ms": "Latency target",
     "replicas": "Replicas (GPUs)",
     "prompt_tokens": "Prompt length",
     "output_tokens": "Output length",

@@ -155,6 +155,7 @@ async def test_the_first_simulate_after_the_extension_loads_answers_without_wait
     assert out["charts"]["utilization"]["datasets"]["rows"]
     workers = _workers(jp_serverapp)
     await _until(lambda: workers.ready, "the worker processes")
+    jp_serverapp.web_app.settings["hwsim_cache"].entries.clear()  # computed again, not answered from the cache
     warm, warm_s = await _timed(_post(jp_fetch, "simulate", body))
     assert warm.code == 200 and _json(warm)["throughput"] == out["throughput"]
     print(
@@ -257,3 +258,60 @@ async def test_load_ten_clients_twenty_requests_each_while_the_server_stays_resp
         f" /api/status p50 {statistics.median(status_ms):.0f} ms max {max(status_ms):.0f} ms"
     )
     assert max(status_ms) < 1000
+
+
+async def test_the_same_scenario_again_is_answered_from_the_cache(jp_fetch):
+    s = {"workload": "resnet50", "loader_workers": 4, "steps": 60}
+    first = await _post(jp_fetch, "estimate", s)
+    assert first.code == 200 and "X-Hwsim-Cache" not in first.headers
+    # the same scenario written differently (a default spelled out) normalises to the same key
+    again = await _post(jp_fetch, "estimate", {**s, "kind": "training"})
+    assert again.headers.get("X-Hwsim-Cache") == "hit" and again.body == first.body
+    other = await _post(jp_fetch, "estimate", {**s, "loader_workers": 5})
+    assert "X-Hwsim-Cache" not in other.headers and _json(other)["throughput"] != _json(first)["throughput"]
+    # a simulation is kept per seed and per suggestion setting; an estimate does not depend on the seed
+    sim0 = await _post(jp_fetch, "simulate", s, params={"seed": "0", "suggest": "0"})
+    sim1 = await _post(jp_fetch, "simulate", s, params={"seed": "1", "suggest": "0"})
+    assert "X-Hwsim-Cache" not in sim1.headers and _json(sim1)["sim"]["seed"] == 1
+    sim0_again = await _post(jp_fetch, "simulate", s, params={"seed": "0", "suggest": "0"})
+    assert sim0_again.headers.get("X-Hwsim-Cache") == "hit" and sim0_again.body == sim0.body
+    with_suggestions = await _post(jp_fetch, "simulate", s, params={"seed": "0"})
+    assert "X-Hwsim-Cache" not in with_suggestions.headers
+    # a refused scenario is not cached: it is refused again, in words
+    for _ in range(2):
+        bad = await _post(jp_fetch, "estimate", {"batch_size": 0})
+        assert bad.code == 400 and "X-Hwsim-Cache" not in bad.headers
+
+
+def test_the_cache_forgets_the_least_recently_used():
+    from jupyter_hwsim.jupyter.server import ResultCache
+
+    cache = ResultCache(size=2)
+    keys = [ResultCache.key("estimate", Scenario(loader_workers=k), 0, False) for k in (1, 2, 3)]
+    cache.put(keys[0], "a")
+    cache.put(keys[1], "b")
+    assert cache.get(keys[0]) == "a"  # now the most recent
+    cache.put(keys[2], "c")
+    assert cache.get(keys[1]) is None and cache.get(keys[0]) == "a" and cache.get(keys[2]) == "c"
+    assert ResultCache.key("estimate", Scenario(), 0, False) == ResultCache.key("estimate", Scenario(), 7, False)
+    assert ResultCache.key("simulate", Scenario(), 0, False) != ResultCache.key("simulate", Scenario(), 7, False)
+
+
+async def test_the_default_estimate_is_ready_before_anyone_asks(jp_fetch, jp_serverapp):
+    cache = jp_serverapp.web_app.settings["hwsim_cache"]
+    await _until(lambda: len(cache.entries) >= 1, "the prefilled default estimate")
+    resp = await _post(jp_fetch, "estimate", {})
+    assert resp.code == 200 and resp.headers.get("X-Hwsim-Cache") == "hit"
+    assert _json(resp)["throughput"] == estimate(Scenario(), suggest=False).throughput
+
+
+async def test_trace_is_the_simulated_timeline_as_a_chrome_trace(jp_fetch):
+    s = {"workload": "resnet50", "loader_workers": 4, "steps": 60}
+    resp = await _post(jp_fetch, "trace", s, params={"seed": "0"})
+    trace = _json(resp)
+    assert resp.code == 200, trace
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert spans and all(e["dur"] >= 0 for e in spans)
+    assert trace == simulate(Scenario(**s), seed=0, suggest=False).to_chrome_trace()
+    bad = await _post(jp_fetch, "trace", {"gpu": "a1000"})
+    assert bad.code == 400 and _json(bad)["error"]["field"] == "gpu"

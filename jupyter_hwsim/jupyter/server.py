@@ -5,6 +5,10 @@
   POST /hwsim/api/estimate   a scenario object -> Result.to_dict() + "charts" (the panel's Vega-Lite specs);
                              ?suggest=1 adds the ranked suggestions (off for the preview while dragging)
   POST /hwsim/api/simulate   the same from the discrete-event simulation (?seed=N, ?suggest=0 to skip them)
+  POST /hwsim/api/trace      the simulated timeline as a Chrome/Perfetto trace (?seed=N)
+
+Recent answers are kept (ResultCache, keyed by the normalised scenario): the same scenario asked again is answered
+at once.
 
 Every handler is authenticated (Jupyter's token/cookie auth and XSRF). Bodies are
 bounded (413), scenarios validated (400 with the field, value and what is accepted),
@@ -108,6 +112,8 @@ def compute(method: str, scenario: dict, seed: int, budget_s: float, suggest) ->
     from ..api import estimate, simulate
     from . import charts
 
+    if method == "trace":
+        return trace(scenario, seed, budget_s)
     try:
         s = Scenario.from_dict(scenario)
         r = (
@@ -118,6 +124,69 @@ def compute(method: str, scenario: dict, seed: int, budget_s: float, suggest) ->
         return 200, json.dumps({**r.to_dict(), "charts": charts.panel_specs(s, r)}, allow_nan=False)
     except HwsimError as e:
         return 400, json.dumps({"error": e.to_dict()})
+
+
+def trace(scenario: dict, seed: int, budget_s: float) -> tuple[int, str]:
+    """The simulated timeline of a scenario as a Chrome/Perfetto trace (Result.to_chrome_trace()), as JSON text."""
+    from ..api import simulate
+
+    try:
+        r = simulate(Scenario.from_dict(scenario), seed=seed, budget_s=budget_s, suggest=False)
+        return 200, json.dumps(r.to_chrome_trace(), allow_nan=False)
+    except HwsimError as e:
+        return 400, json.dumps({"error": e.to_dict()})
+
+
+class ResultCache:
+    """The JSON text of recent answers, keyed by the normalised scenario (every field, defaults filled in), the
+    method, the seed and what was suggested: the same scenario sent again (a slider dragged back, ten students on the
+    default scenario, a reload) is answered without computing. Results are deterministic per seed, so a cached answer
+    is the answer. Least recently used entries go first; thread-safe (the warm-up thread fills it too)."""
+
+    def __init__(self, size: int = 1024, max_bytes: int = 48 * 2**20):
+        self.size, self.max_bytes, self.bytes = size, max_bytes, 0
+        self.entries: dict[str, str] = {}  # insertion order = use order
+        self.lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    @staticmethod
+    def key(method: str, s: Scenario, seed: int, suggest) -> str:
+        if isinstance(suggest, (set, frozenset)):
+            suggest = sorted(suggest)
+        elif isinstance(suggest, tuple):
+            suggest = list(suggest)
+        seed = seed if method != "estimate" else 0  # an estimate does not depend on the seed
+        return json.dumps([method, seed, suggest, s.to_dict()], sort_keys=True, default=str)
+
+    def get(self, key: str) -> str | None:
+        with self.lock:
+            text = self.entries.pop(key, None)
+            if text is None:
+                self.misses += 1
+                return None
+            self.entries[key] = text
+            self.hits += 1
+            return text
+
+    def put(self, key: str, text: str) -> None:
+        with self.lock:
+            old = self.entries.pop(key, None)
+            self.bytes -= len(old) if old is not None else 0
+            self.entries[key] = text
+            self.bytes += len(text)
+            while len(self.entries) > self.size or (self.bytes > self.max_bytes and len(self.entries) > 1):
+                self.bytes -= len(self.entries.pop(next(iter(self.entries))))
+
+
+def prefill(cache: ResultCache) -> None:
+    """The estimate of the default scenario, computed once the server's thread is warm: a sidebar opened on a fresh
+    server shows its first numbers without waiting for any computation."""
+    try:
+        status, text = compute("estimate", {}, 0, 5.0, False)
+        if status == 200:
+            cache.put(ResultCache.key("estimate", Scenario(), 0, False), text)
+    except Exception:
+        pass
 
 
 GRACE = 0.5  # a simulation stops itself half a budget after its 504 (at 1.5 budgets if it started at once)
@@ -203,7 +272,10 @@ class Workers:
             self.log.warning(message, *args)
 
     def submit(self, deadline: float, method: str, scenario: dict, seed: int, suggest) -> Future:
-        executor = self.pool if self.ready and self.pool is not None else self.local
+        # estimates (closed form, milliseconds: the preview while a slider moves) run in the server's thread, so
+        # they never queue behind simulations in the pool
+        pooled = method != "estimate" and self.ready and self.pool is not None
+        executor = self.pool if pooled else self.local
         grace = GRACE * self.limits.timeout_s
         job = executor.submit(compute_by, deadline, grace, method, scenario, seed, suggest)
         job.hwsim_pool = executor if executor is self.pool else None  # type: ignore[attr-defined]
@@ -310,6 +382,13 @@ class ComputeHandler(_Base):
             deadline = time.time() + limits.timeout_s
             # a panel suggests only the changes it has controls for
             suggest = panel_fields(s.kind) if suggest else False
+            cache, key = self.settings.get("hwsim_cache"), None
+            if cache is not None and self.method != "trace":
+                key = ResultCache.key(self.method, s, int(seed_text), suggest)
+                cached = cache.get(key)
+                if cached is not None:
+                    self.set_header("X-Hwsim-Cache", "hit")
+                    return self.finish(cached)
             job = self.settings["hwsim_workers"].submit(deadline, self.method, scenario, int(seed_text), suggest)
             try:
                 status, text = await asyncio.wait_for(asyncio.wrap_future(job), timeout=limits.timeout_s)
@@ -319,6 +398,8 @@ class ComputeHandler(_Base):
                 return self.fail(
                     503, "the worker processes were restarted (a simulation outlived its budget); try again"
                 )
+        if status == 200 and key is not None:
+            cache.put(key, text)
         self.set_status(status)
         self.finish(text)
 
@@ -332,7 +413,7 @@ class ComputeHandler(_Base):
             return {"message": f"{head}: it was still waiting for a free worker; try again shortly", **error}
         workers = self.settings["hwsim_workers"]
         asyncio.get_running_loop().call_later(GRACE * budget + 1.0, workers.reap, job)
-        if self.method == "simulate":
+        if self.method in ("simulate", "trace"):
             return {
                 "message": f"{head}: the simulation of steps={s.steps} was still running; fewer steps finish sooner",
                 "field": "steps",
@@ -350,6 +431,12 @@ class SimulateHandler(ComputeHandler):
     method = "simulate"
 
 
+class TraceHandler(ComputeHandler):
+    """POST /hwsim/api/trace?seed=N: the simulated timeline as a Chrome/Perfetto trace (the sidebar's download)."""
+
+    method = "trace"
+
+
 def _jupyter_server_extension_points():
     return [{"module": "jupyter_hwsim.jupyter.server"}]
 
@@ -365,7 +452,9 @@ def _load_jupyter_server_extension(serverapp) -> None:
         hwsim_catalog=_catalog_payload(),
         hwsim_schema=json.dumps(json_schema()),
         hwsim_gate=asyncio.Semaphore(limits.max_pending),
+        hwsim_cache=ResultCache(),
     )
+    workers.local.submit(prefill, web.settings["hwsim_cache"])  # after the thread's warm-up, in the same thread
     base = url_path_join(web.settings["base_url"], "hwsim", "api")
     web.add_handlers(
         ".*$",
@@ -374,6 +463,7 @@ def _load_jupyter_server_extension(serverapp) -> None:
             (url_path_join(base, "schema"), SchemaHandler),
             (url_path_join(base, "estimate"), EstimateHandler),
             (url_path_join(base, "simulate"), SimulateHandler),
+            (url_path_join(base, "trace"), TraceHandler),
         ],
     )
     serverapp.log.info("jupyter_hwsim: REST API at %s", base)

@@ -15,12 +15,24 @@ export class HwsimApi {
   }
 
   /** The estimate (closed form) or the simulation of a scenario, with its charts. */
-  compute(method: Method, scenario: Scenario, seed = 0): Promise<IResult> {
-    const query = method === 'simulate' ? `?seed=${seed}` : '';
+  compute(
+    method: Method,
+    scenario: Scenario,
+    seed = 0,
+    suggest = method === 'simulate',
+    signal?: AbortSignal
+  ): Promise<IResult> {
+    const query = method === 'simulate' ? `?seed=${seed}&suggest=${suggest ? 1 : 0}` : '';
     return this._request<IResult>(method + query, {
       method: 'POST',
-      body: JSON.stringify(scenario)
+      body: JSON.stringify(scenario),
+      signal
     });
+  }
+
+  /** The simulated timeline of a scenario as a Chrome/Perfetto trace (JSON). */
+  trace(scenario: Scenario, seed = 0): Promise<{ [key: string]: unknown }> {
+    return this._request(`trace?seed=${seed}`, { method: 'POST', body: JSON.stringify(scenario) });
   }
 
   private async _request<T>(path: string, init: RequestInit): Promise<T> {

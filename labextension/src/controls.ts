@@ -1,6 +1,7 @@
 /**
- * The form controls: one row per field the catalog lists (a select, a checkbox or a slider, with its label,
- * read-out and error), kept in step with the scenario.
+ * The form controls: one row per field the catalog lists (a select, a checkbox, or a slider with a number field
+ * beside it; each with its plain label, read-out and error), kept in step with the scenario. Every control has an
+ * accessible name and its definition as a tooltip; an error shows under its own control.
  */
 
 import { el } from './dom';
@@ -16,14 +17,35 @@ import {
   workloadsFor
 } from './model';
 import { Phase } from './state';
-import { ICatalog, Scenario, Value } from './types';
+import { ICatalog, IFieldSpec, Scenario, Value } from './types';
 
 /** A form control and the nodes around it. */
 interface IControlRow {
   row: HTMLElement;
   input: HTMLInputElement | HTMLSelectElement;
+  /** the number field beside a slider */
+  number: HTMLInputElement | null;
   readout: HTMLElement;
   error: HTMLElement;
+}
+
+/** A field's plain label ("Loader workers"), or its name from a server that sends none. */
+export function fieldLabel(catalog: ICatalog, name: string): string {
+  return catalog.fields[name]?.label || name;
+}
+
+/** A typed number checked against the field's range: its value, or why it is refused. */
+export function checkNumber(field: IFieldSpec, text: string): { value: number } | { error: string } {
+  const value = Number(text.trim());
+  if (!text.trim() || !Number.isFinite(value)) {
+    return { error: `"${text}" is not a number: ${field.accepted}` };
+  }
+  if (field.type === 'int' && !Number.isInteger(value)) {
+    return { error: `${value} is not a whole number: ${field.accepted}` };
+  }
+  const low = field.lo !== null && (field.lo_open ? value <= field.lo : value < field.lo);
+  const high = field.hi !== null && value > field.hi;
+  return low || high ? { error: `${value} is out of range: ${field.accepted}` } : { value };
 }
 
 export class ControlsView {
@@ -47,13 +69,13 @@ export class ControlsView {
       const row = el('div', 'jp-hwsim-row');
       row.dataset.row = name;
       row.dataset.control = spec.type;
+      const text = fieldLabel(catalog, name);
+      const help = `${field.help}. Accepted: ${field.accepted}. (%hwsim field: ${name})`;
       const label = el('label', 'jp-hwsim-label') as HTMLLabelElement;
-      label.title = field.help;
-      label.append(el('span', 'jp-hwsim-name', name));
-      if (field.unit && field.unit !== 'x') {
-        label.append(el('span', 'jp-hwsim-unit', field.unit));
-      }
+      label.title = help;
+      label.append(el('span', 'jp-hwsim-name', text));
       let input: HTMLInputElement | HTMLSelectElement;
+      let number: HTMLInputElement | null = null;
       if (spec.type === 'select') {
         const select = document.createElement('select');
         select.addEventListener('change', () => this._onInput(name, select.value, 'settled'));
@@ -70,22 +92,35 @@ export class ControlsView {
         slider.max = String(positionCount(spec));
         slider.step = '1';
         const value = () => this._sliderValue(name, spec, Number(slider.value));
-        slider.addEventListener('input', () => this._onInput(name, value(), 'moving'));
+        slider.addEventListener('input', () => {
+          this._showValue(name, value());
+          this._onInput(name, value(), 'moving');
+        });
         slider.addEventListener('change', () => this._onInput(name, value(), 'settled'));
         input = slider;
+        number = this._numberField(name, field, text);
       }
       input.dataset.field = name;
       input.classList.add('jp-hwsim-input');
-      input.title = `${field.help}; ${field.accepted}`;
+      input.title = help;
       input.id = `jp-hwsim-${name}`;
+      input.setAttribute('aria-label', text);
       label.htmlFor = input.id;
       const readout = el('span', 'jp-hwsim-readout');
+      readout.setAttribute('aria-hidden', 'true');
       const error = el('div', 'jp-hwsim-field-error');
       error.dataset.errorFor = name;
+      error.id = `jp-hwsim-${name}-error`;
       error.setAttribute('role', 'alert');
-      row.append(label, input, readout, error);
+      input.setAttribute('aria-describedby', error.id);
+      row.append(label, readout, input);
+      if (number) {
+        number.setAttribute('aria-describedby', error.id);
+        row.append(number);
+      }
+      row.append(error);
       this.node.append(row);
-      this._rows.set(name, { row, input, readout, error });
+      this._rows.set(name, { row, input, number, readout, error });
     }
     this.sync(scenario);
   }
@@ -96,9 +131,10 @@ export class ControlsView {
     if (!catalog) {
       return;
     }
+    this._scenario = scenario;
     const kind = String(resolvedValue(catalog, scenario, 'kind'));
     const shown = new Set(visibleFields(catalog, kind));
-    for (const [name, { row, input, readout }] of this._rows) {
+    for (const [name, { row, input, number, readout }] of this._rows) {
       row.hidden = !shown.has(name);
       const value = resolvedValue(catalog, scenario, name);
       const spec = CONTROLS[name];
@@ -112,26 +148,77 @@ export class ControlsView {
       } else if ('min' in spec) {
         input.value = String(toPosition(spec, Number(value)));
         readout.textContent = formatFieldValue(value, unit);
+        input.setAttribute('aria-valuetext', readout.textContent);
+        if (number && document.activeElement !== number) {
+          number.value = String(value);
+        }
       }
       row.classList.toggle('jp-mod-set', name in scenario);
     }
   }
 
-  /** Show an error next to a field's control; false if there is no such control. */
+  /** Show an error next to a field's control; false if there is no such control (or it is hidden). */
   showError(name: string, text: string): boolean {
     const row = this._rows.get(name);
-    if (!row) {
+    if (!row || row.row.hidden) {
       return false;
     }
     row.error.textContent = text;
     row.row.classList.add('jp-mod-error');
+    row.input.setAttribute('aria-invalid', 'true');
+    row.number?.setAttribute('aria-invalid', 'true');
     return true;
   }
 
   clearErrors(): void {
-    for (const { row, error } of this._rows.values()) {
+    for (const { row, input, number, error } of this._rows.values()) {
       error.textContent = '';
       row.classList.remove('jp-mod-error');
+      input.removeAttribute('aria-invalid');
+      number?.removeAttribute('aria-invalid');
+    }
+  }
+
+  /** The number field beside a slider: any accepted value, exactly (a slider only has its positions). */
+  private _numberField(name: string, field: IFieldSpec, text: string): HTMLInputElement {
+    const number = document.createElement('input');
+    number.type = 'number';
+    number.className = 'jp-hwsim-number';
+    number.dataset.number = name;
+    number.setAttribute('aria-label', `${text} (number)`);
+    number.step = field.type === 'int' ? '1' : 'any';
+    if (field.lo !== null) {
+      number.min = String(field.lo);
+    }
+    if (field.hi !== null) {
+      number.max = String(field.hi);
+    }
+    number.addEventListener('change', () => {
+      const checked = checkNumber(field, number.value);
+      if ('error' in checked) {
+        this.clearErrors();
+        this.showError(name, checked.error);
+        return;
+      }
+      this._onInput(name, checked.value, 'settled');
+    });
+    number.addEventListener('keydown', event => {
+      if (event.key === 'Escape') {
+        number.value = String(this._catalog ? resolvedValue(this._catalog, this._scenario, name) : number.value);
+        number.blur();
+      }
+    });
+    return number;
+  }
+
+  /** While a slider moves, its read-out and number field follow it before the scenario does. */
+  private _showValue(name: string, value: number): void {
+    const row = this._rows.get(name);
+    if (row) {
+      row.readout.textContent = formatFieldValue(value, this._catalog?.fields[name]?.unit ?? '');
+      if (row.number) {
+        row.number.value = String(value);
+      }
     }
   }
 
@@ -141,6 +228,7 @@ export class ControlsView {
   }
 
   private _catalog: ICatalog | null = null;
+  private _scenario: Scenario = {};
   private readonly _rows = new Map<string, IControlRow>();
 }
 

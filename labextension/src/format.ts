@@ -44,16 +44,3 @@ export function formatFieldValue(value: Value, unit: string): string {
   }
   return unit && unit !== 'x' ? `${text} ${unit}` : text;
 }
-
-const COMPOSED = ['hconcat', 'vconcat', 'concat', 'facet', 'repeat'];
-
-/**
- * A Vega-Lite spec sized to `width` pixels in all (axes and legends included), so it fits a sidebar however wide.
- * Vega-Lite fits single and layered views only: a composed spec, or no known width, keeps its own size.
- */
-export function fitWidth(spec: { [key: string]: unknown }, width: number): { [key: string]: unknown } {
-  if (!(width > 0) || COMPOSED.some(key => key in spec)) {
-    return spec;
-  }
-  return { ...spec, width: Math.floor(width), autosize: { type: 'fit-x', contains: 'padding' } };
-}

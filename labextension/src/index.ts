@@ -1,7 +1,6 @@
 import { ILayoutRestorer, JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, IThemeManager } from '@jupyterlab/apputils';
 import { INotebookTracker } from '@jupyterlab/notebook';
-import { IRenderMimeRegistry } from '@jupyterlab/rendermime';
 import { IStateDB } from '@jupyterlab/statedb';
 
 import { hwsimIcon } from './icon';
@@ -18,17 +17,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: 'jupyter-hwsim:plugin',
   description: 'A sidebar that shows why an ML pipeline is slow and what would make it faster.',
   autoStart: true,
-  requires: [IRenderMimeRegistry],
-  optional: [ICommandPalette, INotebookTracker, IStateDB, ILayoutRestorer],
+  requires: [],
+  optional: [ICommandPalette, INotebookTracker, IStateDB, ILayoutRestorer, IThemeManager],
   activate: (
     app: JupyterFrontEnd,
-    rendermime: IRenderMimeRegistry,
     palette: ICommandPalette | null,
     tracker: INotebookTracker | null,
     state: IStateDB | null,
-    restorer: ILayoutRestorer | null
+    restorer: ILayoutRestorer | null,
+    themes: IThemeManager | null
   ) => {
-    const panel = new HwsimPanel({ rendermime, tracker, state, restored: app.restored });
+    const panel = new HwsimPanel({ tracker, state, restored: app.restored, themes });
     panel.id = PANEL_ID;
     panel.title.icon = hwsimIcon;
     panel.title.caption = 'HW what-if';

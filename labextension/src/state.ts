@@ -1,12 +1,14 @@
 /**
  * The sidebar's state: the catalog, the scenario the user edits and its revision, and the requests that compute
- * it (the estimate while a slider moves, the simulation once it rests). No DOM and no JupyterLab at runtime, so
- * jest tests it in plain node; the panel shows what it reports through `IStateListener`.
+ * it (the estimate while a slider moves, the simulation once it rests). At most one request is in flight; while it
+ * runs, changes only mark what the newest scenario still needs (latest wins), so a fast slider never queues work
+ * and never freezes the page. No DOM and no JupyterLab at runtime, so jest tests it in plain node; the panel shows
+ * what it reports through `IStateListener`.
  */
 
 import { errorText, HwsimApiError, isTransient, shouldRetry, toServerError } from './errors';
 import { applySuggestion, setField } from './model';
-import { Coalescer, Debouncer, ITicket, Sequencer } from './requests';
+import { Debouncer, ITicket, Sequencer } from './requests';
 import { ICatalog, IResult, IServerError, Method, Scenario, Value } from './types';
 
 /** How long a slider must rest before the simulation replaces the estimate. */
@@ -17,10 +19,17 @@ const RETRY_MS = 1000;
 /** A slider moving (estimate now, simulate once it rests) or a value settled (simulate now). */
 export type Phase = 'moving' | 'settled';
 
+/**
+ * The requests for one scenario, in order: the estimate (numbers at once), the simulation (the settled numbers),
+ * then the simulation with the suggestions (each candidate change re-simulated: seconds, so it comes last).
+ */
+export type Step = Method | 'suggest';
+
 /** What the state asks of the REST client (`HwsimApi`). */
 export interface IComputeApi {
   catalog(): Promise<ICatalog>;
-  compute(method: Method, scenario: Scenario, seed?: number): Promise<IResult>;
+  /** `suggest`: also search what would help (slower: every change is re-simulated) */
+  compute(method: Method, scenario: Scenario, seed?: number, suggest?: boolean, signal?: AbortSignal): Promise<IResult>;
 }
 
 /** Where the scenario is kept between sessions; `load` resolves to {} when nothing (valid) is kept. */
@@ -37,8 +46,8 @@ export interface IStateListener {
   startFailed(error: IServerError): void;
   /** A new scenario revision: the controls show it, the numbers shown are now those of an older one. */
   scenarioChanged(): void;
-  /** The newest answer. */
-  result(result: IResult, ticket: ITicket): void;
+  /** The newest answer; `suggested`: it carries the suggestions (else they follow in a later answer). */
+  result(result: IResult, ticket: ITicket, suggested: boolean): void;
   /** The newest answer is an error; `transient`: it may pass by itself (offer to retry). */
   error(error: IServerError, ticket: ITicket, transient: boolean): void;
   status(text: string, method: string): void;
@@ -66,9 +75,11 @@ export class HwsimState {
     private readonly _store: IScenarioStore | null,
     private readonly _listener: IStateListener
   ) {
-    this._estimates = new Coalescer(() => this._request('estimate'));
-    this._simulations = new Coalescer(() => this._request('simulate'));
-    this._settle = new Debouncer(() => this._simulations.push(undefined), SETTLE_MS);
+    this._settle = new Debouncer(() => {
+      this._want.simulate = true;
+      this._want.suggest = true;
+      this._pump();
+    }, SETTLE_MS);
   }
 
   /** The catalog, once loaded. */
@@ -86,14 +97,15 @@ export class HwsimState {
     return this._revision;
   }
 
-  /** Whether a request is in flight or a simulation waits for a slider to rest. */
+  /** Whether a request is in flight or one is still wanted (a simulation waits for a slider to rest). */
   get busy(): boolean {
-    return this._inFlight.estimate + this._inFlight.simulate > 0 || this._settle.pending;
+    const want = this._want;
+    return this._inFlight !== null || this._settle.pending || want.estimate || want.simulate || want.suggest;
   }
 
-  /** The request in flight, a simulation before an estimate, or null. */
-  get running(): Method | null {
-    return this._inFlight.simulate ? 'simulate' : this._inFlight.estimate ? 'estimate' : null;
+  /** The request in flight, or null. */
+  get running(): Step | null {
+    return this._inFlight;
   }
 
   dispose(): void {
@@ -175,61 +187,95 @@ export class HwsimState {
     this._store?.save(this._scenario);
   }
 
-  /** The scenario changed: estimate now; simulate now (settled) or once the slider rests (moving). */
+  /** The scenario changed: estimate it first; simulate it next (settled) or once the slider rests (moving). */
   private _changed(phase: Phase): void {
     this._revision++;
-    this._retries = { estimate: 0, simulate: 0 };
+    this._retries = { estimate: 0, simulate: 0, suggest: 0 };
     this._listener.scenarioChanged();
-    this._estimates.push(undefined);
+    // what an older revision still wanted is dropped: only the newest scenario is computed
+    this._want = { estimate: true, simulate: false, suggest: false };
+    // a search for suggestions (seconds) of an older scenario must not hold back the preview of this one
+    if (this._inFlight === 'suggest') {
+      this._abort?.abort();
+    }
     if (phase === 'settled') {
-      this._settle.flush();
+      this._settle.cancel();
+      this._want.simulate = true;
+      this._want.suggest = true;
       this._save();
     } else {
       this._settle.schedule();
     }
+    this._pump();
     this._listener.activity();
   }
 
+  /** Send the next request the newest scenario wants, unless one is in flight (it calls again when it ends). */
+  private _pump(): void {
+    if (this._inFlight !== null) {
+      return;
+    }
+    const want = this._want;
+    const step: Step | null = want.estimate ? 'estimate' : want.simulate ? 'simulate' : want.suggest ? 'suggest' : null;
+    if (step === null) {
+      return;
+    }
+    this._want[step] = false;
+    void this._request(step);
+  }
+
   /** One request for the current scenario; its answer is shown unless a newer one already is. */
-  private async _request(method: Method): Promise<void> {
+  private async _request(step: Step): Promise<void> {
+    const method: Method = step === 'estimate' ? 'estimate' : 'simulate';
     const ticket = this._sequencer.issue(method, this._revision);
     if (!this._sequencer.wanted(ticket)) {
+      this._pump();
       return; // a simulation of this scenario is already shown: its estimate adds nothing
     }
-    this._inFlight[method]++;
+    this._inFlight = step;
     this._listener.activity();
     try {
-      const result = await this._api.compute(method, { ...this._scenario }, SEED);
+      const abort = new AbortController();
+      this._abort = abort;
+      const result = await this._api.compute(method, { ...this._scenario }, SEED, step === 'suggest', abort.signal);
       if (this._sequencer.accept(ticket)) {
-        this._listener.result(result, ticket);
+        this._listener.result(result, ticket, step === 'suggest');
       }
     } catch (reason) {
+      if (this._abort?.signal.aborted) {
+        return; // dropped for a newer scenario (finally sends its request)
+      }
       const status = reason instanceof HwsimApiError ? reason.status : 0;
       const error = toServerError(reason);
-      if (ticket.revision === this._revision && shouldRetry(status, this._retries[method])) {
+      if (ticket.revision === this._revision && shouldRetry(status, this._retries[step])) {
         // a busy or warming-up server (its worker processes start on first use): ask again shortly
-        this._retries[method]++;
+        this._retries[step]++;
         this._listener.status(`${errorText(error)}; trying again…`, 'retry');
         setTimeout(() => {
           if (ticket.revision === this._revision) {
-            (method === 'simulate' ? this._simulations : this._estimates).push(undefined);
+            this._want[step] = true;
+            this._pump();
+            this._listener.activity();
           }
         }, RETRY_MS);
       } else if (this._sequencer.accept(ticket)) {
         this._listener.error(error, ticket, isTransient(status));
       }
     } finally {
-      this._inFlight[method]--;
+      this._abort = null;
+      this._inFlight = null;
+      this._pump();
       this._listener.activity();
     }
   }
 
   private readonly _sequencer = new Sequencer();
-  private readonly _estimates: Coalescer<undefined>;
-  private readonly _simulations: Coalescer<undefined>;
   private readonly _settle: Debouncer;
-  private readonly _inFlight: { [m in Method]: number } = { estimate: 0, simulate: 0 };
-  private _retries: { [m in Method]: number } = { estimate: 0, simulate: 0 };
+  private _inFlight: Step | null = null;
+  private _abort: AbortController | null = null;
+  /** What the newest revision still needs. */
+  private _want: { [m in Step]: boolean } = { estimate: false, simulate: false, suggest: false };
+  private _retries: { [m in Step]: number } = { estimate: 0, simulate: 0, suggest: 0 };
   private _catalog: ICatalog | null = null;
   private _scenario: Scenario = {};
   private _revision = 0;

@@ -11,6 +11,8 @@ export type FieldType = 'int' | 'float' | 'str' | 'bool';
 
 export interface IFieldSpec {
   type: FieldType;
+  /** a plain label with its unit ("Storage read speed (GB/s)"); older servers send none */
+  label?: string;
   unit: string;
   help: string;
   default: Value | null;
@@ -65,6 +67,8 @@ export interface ISuggestion {
   why?: string;
   metric?: string;
   fits?: boolean;
+  /** false: a change that does not help enough to list (shown under "show all"); missing: shown */
+  shown?: boolean;
 }
 
 export interface IResult {

@@ -668,3 +668,60 @@ def painted_pixels_js() -> str:
   for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
   return n;
 }"""
+
+
+# --------------------------------------------------------------------------------------------
+# A second, fresh JupyterLab (cold start measurements)
+# --------------------------------------------------------------------------------------------
+def start_lab(base: pathlib.Path, log_path: pathlib.Path) -> LabServer:
+    """Start a JupyterLab like `lab_server` does, in its own home under `base`; returns once /api/status answers."""
+    _require_lab_stack()
+    dirs = _prepare_lab_home(base)
+    token = secrets.token_hex(24)
+    port = _free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter",
+        "lab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--ServerApp.token={token}",
+        "--allow-root",
+        f"--ServerApp.root_dir={dirs['root']}",
+    ]
+    with open(log_path, "w") as log:
+        log.write("$ " + " ".join(cmd).replace(token, "<token>") + "\n")
+        log.flush()
+        proc = subprocess.Popen(
+            cmd,
+            cwd=dirs["root"],
+            env=_lab_env(dirs),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    lab = LabServer(url=f"http://127.0.0.1:{port}", token=token, root_dir=dirs["root"], log_path=log_path, process=proc)
+    problem = _wait_for_status(lab, time.monotonic() + SERVER_START_TIMEOUT)
+    if problem is not None:
+        _stop_server(lab)
+        pytest.fail(f"JupyterLab did not start: {problem}\n--- {log_path} (tail) ---\n{lab.log_tail()}", pytrace=False)
+    return lab
+
+
+@pytest.fixture
+def fresh_lab_server(tmp_path_factory, artifacts_dir):
+    """fresh_lab_server() -> a new, cold LabServer (stopped after the test); for cold-start measurements."""
+    started = []
+
+    def start() -> LabServer:
+        lab = start_lab(tmp_path_factory.mktemp("fresh-lab"), artifacts_dir / f"fresh-lab-{len(started)}.log")
+        started.append(lab)
+        return lab
+
+    yield start
+    for lab in started:
+        _stop_server(lab)

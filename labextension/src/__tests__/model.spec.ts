@@ -1,5 +1,6 @@
 import { errorFromResponse, errorTarget, errorText, isTransient, shouldRetry } from '../errors';
-import { busyMfuGap, fitWidth, formatFieldValue, formatNumber } from '../format';
+import { busyMfuGap, formatFieldValue, formatNumber } from '../format';
+import { fitWidth } from '../vlspec';
 import { cellSource, formatValue, lineToScenario, parseValue, scenarioToLine, splitWords } from '../magic';
 import {
   applySuggestion,

@@ -31,7 +31,7 @@ const RESULT = { throughput: 1 } as IResult;
 
 /** A request the test answers by hand. */
 interface ICall {
-  method: Method;
+  method: Method | 'suggest';
   scenario: Scenario;
   resolve: (r: IResult) => void;
   reject: (e: unknown) => void;
@@ -43,14 +43,18 @@ function setup(saved: Scenario = {}) {
   const stored: Scenario[] = [];
   const api: IComputeApi = {
     catalog: () => Promise.resolve(CATALOG),
-    compute: (method, scenario) =>
-      new Promise<IResult>((resolve, reject) => calls.push({ method, scenario, resolve, reject }))
+    compute: (method, scenario, _seed, suggest, signal) =>
+      new Promise<IResult>((resolve, reject) => {
+        calls.push({ method: suggest ? 'suggest' : method, scenario, resolve, reject });
+        signal?.addEventListener('abort', () => reject(new Error('aborted')));
+      })
   };
   const listener: IStateListener = {
     catalogLoaded: () => events.push('catalog'),
     startFailed: (e: IServerError) => events.push(`failed: ${e.message}`),
     scenarioChanged: () => events.push('changed'),
-    result: (_r: IResult, t: ITicket) => events.push(`result ${t.method} ${t.revision}`),
+    result: (_r: IResult, t: ITicket, suggested: boolean) =>
+      events.push(`result ${t.method}${suggested ? '+suggest' : ''} ${t.revision}`),
     error: (e: IServerError, t: ITicket, transient: boolean) =>
       events.push(`error ${t.method} ${t.revision} ${e.message} ${transient}`),
     status: (text: string) => events.push(`status ${text}`),
@@ -62,31 +66,48 @@ function setup(saved: Scenario = {}) {
 }
 
 const flush = () => new Promise(r => setTimeout(r, 0));
+/** Settle pending promise callbacks without timers (they may be faked). */
+const microflush = async () => {
+  for (let i = 0; i < 20; i++) {
+    await Promise.resolve();
+  }
+};
 
 describe('the sidebar state', () => {
-  it('loads the catalog and the saved scenario, then estimates and simulates it', async () => {
+  it('loads the catalog and the saved scenario, then estimates and, after the estimate, simulates it', async () => {
     const { state, calls, events, stored } = setup({ loader_workers: 2, gone: 'x' });
     await state.start();
     expect(state.scenario).toEqual({ loader_workers: 2 });
     expect(events).toEqual(['status loading the catalog…', 'catalog', 'changed']);
-    expect(calls.map(c => c.method)).toEqual(['estimate', 'simulate']);
+    // one request at a time: the estimate first (numbers at once), the simulation once it is in
+    expect(calls.map(c => c.method)).toEqual(['estimate']);
     expect(stored).toEqual([{ loader_workers: 2 }]);
     expect(state.busy).toBe(true);
+    expect(state.running).toBe('estimate');
+    calls[0].resolve(RESULT);
+    await flush();
+    expect(calls.map(c => c.method)).toEqual(['estimate', 'simulate']);
     expect(state.running).toBe('simulate');
     calls[1].resolve(RESULT);
     await flush();
-    calls[0].resolve(RESULT); // the estimate arrives after the simulation: dropped
+    // then the suggestions, which re-simulate every candidate change: last
+    expect(calls.map(c => c.method)).toEqual(['estimate', 'simulate', 'suggest']);
+    expect(state.running).toBe('suggest');
+    calls[2].resolve(RESULT);
     await flush();
-    expect(events.slice(3)).toEqual(['result simulate 1']);
+    expect(events.slice(3)).toEqual(['result estimate 1', 'result simulate 1', 'result simulate+suggest 1']);
     expect(state.busy).toBe(false);
     state.dispose();
   });
 
-  it('estimates while a slider moves and simulates once it rests', async () => {
+  it('estimates while a slider moves and simulates once it rests, one request at a time', async () => {
     const { state, calls, events } = setup();
     await state.start();
-    calls.splice(0).forEach(c => c.resolve(RESULT));
-    await flush();
+    for (let i = 0; i < 3; i++) {
+      calls[i].resolve(RESULT);
+      await flush();
+    }
+    calls.splice(0);
     jest.useFakeTimers();
     try {
       state.set('batch_size', 64, 'moving');
@@ -95,40 +116,109 @@ describe('the sidebar state', () => {
       expect(calls.map(c => `${c.method} ${c.scenario.batch_size}`)).toEqual(['estimate 64']);
       expect(state.busy).toBe(true);
       jest.advanceTimersByTime(SETTLE_MS);
-      expect(calls.map(c => c.method)).toEqual(['estimate', 'simulate']);
-      expect(calls[1].scenario).toEqual({ batch_size: 128 });
+      // the slider rests, but a request is in flight: nothing more is sent yet
+      expect(calls.map(c => c.method)).toEqual(['estimate']);
     } finally {
       jest.useRealTimers();
     }
-    // the first estimate (of batch_size=64) is shown, stale; the one waiting meanwhile is for the newest value
+    // the first estimate (of batch_size=64) is shown, stale; then the newest value is estimated, then simulated
     calls[0].resolve(RESULT);
     await flush();
     expect(events.slice(-1)).toEqual(['result estimate 2']);
-    expect(calls.map(c => `${c.method} ${c.scenario.batch_size}`)).toEqual([
-      'estimate 64',
-      'simulate 128',
-      'estimate 128'
-    ]);
+    expect(calls.map(c => `${c.method} ${c.scenario.batch_size}`)).toEqual(['estimate 64', 'estimate 128']);
     calls[1].resolve(RESULT);
     await flush();
-    calls[2].resolve(RESULT); // the estimate of the scenario already simulated: dropped
+    expect(calls.map(c => `${c.method} ${c.scenario.batch_size}`)).toEqual([
+      'estimate 64',
+      'estimate 128',
+      'simulate 128'
+    ]);
+    calls[2].resolve(RESULT);
     await flush();
-    expect(events.slice(-1)).toEqual(['result simulate 3']);
+    calls[3].resolve(RESULT);
+    await flush();
+    expect(calls.map(c => c.method).slice(-1)).toEqual(['suggest']);
+    expect(events.slice(-3)).toEqual(['result estimate 3', 'result simulate 3', 'result simulate+suggest 3']);
+    expect(state.busy).toBe(false);
+    state.dispose();
+  });
+
+  it('coalesces fifty changes: never more than one request in flight, the last value simulated', async () => {
+    const { state, calls, events } = setup();
+    await state.start();
+    let inFlight = 0;
+    let most = 0;
+    const answer = async () => {
+      // answer whatever is pending, as a server would, one at a time
+      while (calls.length) {
+        const c = calls.shift()!;
+        inFlight = 1;
+        c.resolve({ throughput: Number(c.scenario.batch_size ?? 0) } as IResult);
+        await microflush();
+        inFlight = 0;
+      }
+    };
+    jest.useFakeTimers();
+    try {
+      for (let i = 1; i <= 50; i++) {
+        state.set('batch_size', i, 'moving');
+        most = Math.max(most, calls.length + inFlight);
+        if (i % 7 === 0) {
+          await answer();
+        }
+      }
+      expect(most).toBeLessThanOrEqual(1);
+      jest.advanceTimersByTime(SETTLE_MS);
+    } finally {
+      jest.useRealTimers();
+    }
+    await answer();
+    await answer();
+    expect(state.busy).toBe(false);
+    expect(events.slice(-2)).toEqual([
+      `result simulate ${state.revision}`,
+      `result simulate+suggest ${state.revision}`
+    ]);
+    state.dispose();
+  });
+
+  it('drops a search for suggestions of an older scenario as soon as a slider moves', async () => {
+    const { state, calls, events } = setup();
+    await state.start();
+    calls[0].resolve(RESULT);
+    await flush();
+    calls[1].resolve(RESULT);
+    await flush();
+    expect(state.running).toBe('suggest');
+    state.set('batch_size', 64, 'moving');
+    await flush();
+    // the search was aborted, and the preview of the new value is on its way
+    expect(calls.map(c => `${c.method} ${c.scenario.batch_size}`).slice(-1)).toEqual(['estimate 64']);
+    expect(state.running).toBe('estimate');
+    expect(events.some(e => e.startsWith('error'))).toBe(false);
     state.dispose();
   });
 
   it('asks again after a busy answer, then shows the error', async () => {
     const { state, calls, events } = setup();
     await state.start();
-    calls.splice(0).forEach(c => c.resolve(RESULT));
-    await flush();
+    for (let i = 0; i < 3; i++) {
+      calls.shift()!.resolve(RESULT);
+      await flush();
+    }
     jest.useFakeTimers();
     try {
       state.set('loader_workers', 4, 'settled');
+      calls.shift()!.resolve(RESULT); // its estimate
+      await microflush();
+      calls.shift()!.resolve(RESULT); // its simulation
+      await microflush();
       const busy = new HwsimApiError(503, { message: 'busy' });
       for (let attempt = 0; attempt < 3; attempt++) {
-        const simulation = calls.find(c => c.method === 'simulate')!;
-        calls.splice(0).forEach(c => (c === simulation ? c.reject(busy) : c.resolve(RESULT)));
+        const simulation = calls.shift()!;
+        expect(simulation.method).toBe('suggest');
+        simulation.reject(busy);
+        await microflush();
         await jest.advanceTimersByTimeAsync(1000);
       }
     } finally {
@@ -136,6 +226,7 @@ describe('the sidebar state', () => {
     }
     expect(events.filter(e => e.startsWith('status busy'))).toHaveLength(2);
     expect(events[events.length - 1]).toBe('error simulate 2 busy true');
+    expect(events).toContain('result simulate 2'); // the numbers stay: only the suggestions failed
     state.dispose();
   });
 
@@ -159,7 +250,7 @@ describe('the sidebar state', () => {
     await flush();
     expect(events).toEqual(['failed: no server extension', 'catalog']);
     expect(state.catalog).toBe(CATALOG);
-    expect(api.compute).toHaveBeenCalledTimes(2);
+    expect(api.compute).toHaveBeenCalledTimes(1); // the estimate; the simulation waits for it
     state.dispose();
   });
 

@@ -96,3 +96,16 @@ def test_a_bad_suggest_argument_is_one_clear_line(bad):
     with pytest.raises(HwsimError) as e:
         simulate(Scenario(), suggest=bad)
     assert "suggest" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_changes_the_twin_finds_useless_are_not_re_simulated():
+    r = simulate(Scenario(workload="resnet50", gpu="a100", loader_workers=4))  # the loader binds
+    by = {x["change"]: x for x in r.suggestions}
+    assert not by["loader_workers=8"].get("estimated")  # the change that helps is verified by simulation
+    skipped = [x for x in r.suggestions if x.get("estimated")]
+    assert skipped and all(not x["shown"] for x in skipped)  # what the twin skips is never shown
+    # and its figure is the twin's own ratio
+    x = skipped[0]
+    s = Scenario(workload="resnet50", gpu="a100", loader_workers=4)
+    ratio = estimate(s.replace(**x["fields"]), suggest=False).throughput / estimate(s, suggest=False).throughput
+    assert x["speedup"] == pytest.approx(ratio, abs=2e-3)

@@ -192,10 +192,17 @@ def _gpu_time_template(compare: bool = False) -> dict:
         tooltip=[alt.Tooltip("run:N"), alt.Tooltip("cause:N"), alt.Tooltip("fraction:Q", format=".1%")],
     )
     if compare:
-        enc["y"] = alt.Y("run:N", sort=RUNS, title=None, scale=alt.Scale(domain=RUNS))
-        enc["opacity"] = alt.condition(alt.datum.run == "baseline", alt.value(0.35), alt.value(1.0))
+        enc.update(_baseline_rows())
     chart = alt.Chart(_data("rows")).mark_bar().encode(**enc)
     return _spec(chart.properties(width=WIDTH, height=44, title=_title("Where the GPU's time goes")))
+
+
+def _baseline_rows() -> dict:
+    """A bar chart's encoding with a baseline: one row per run, the baseline's muted."""
+    return {
+        "y": alt.Y("run:N", sort=RUNS, title=None, scale=alt.Scale(domain=RUNS)),
+        "opacity": alt.condition(alt.datum.run == "baseline", alt.value(0.35), alt.value(1.0)),
+    }
 
 
 def _gpu_rows(r, run: str) -> list[dict]:
@@ -221,8 +228,7 @@ def _memory_template(compare: bool = False) -> dict:
         tooltip=[alt.Tooltip("run:N"), alt.Tooltip("part:N"), alt.Tooltip("gb:Q", format=".2f")],
     )
     if compare:
-        enc["y"] = alt.Y("run:N", sort=RUNS, title=None, scale=alt.Scale(domain=RUNS))
-        enc["opacity"] = alt.condition(alt.datum.run == "baseline", alt.value(0.35), alt.value(1.0))
+        enc.update(_baseline_rows())
     bars = alt.Chart(_data("parts")).mark_bar().encode(**enc)
     cap = (
         alt.Chart(_data("capacity"))

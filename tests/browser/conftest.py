@@ -359,13 +359,12 @@ def _stop_server(lab: LabServer) -> None:
                 child.kill()
 
 
-@pytest.fixture(scope="session")
-def lab_server(tmp_path_factory, artifacts_dir):
-    """A running JupyterLab on 127.0.0.1 (isolated from the user's config); a LabServer."""
+def start_lab(base: pathlib.Path, log_path: pathlib.Path) -> LabServer:
+    """Start a JupyterLab on 127.0.0.1 in its own home under `base` (isolated from the user's config); returns
+    once /api/status answers, or fails the test with the server log's tail."""
     _require_lab_stack()
-    dirs = _prepare_lab_home(tmp_path_factory.mktemp("jupyterlab"))
+    dirs = _prepare_lab_home(base)
     env = _lab_env(dirs)
-    log_path = artifacts_dir / "jupyterlab-server.log"
     token = secrets.token_hex(24)
     failures = []
     for attempt in range(3):  # a free port can be taken between probing and binding: retry
@@ -401,15 +400,20 @@ def lab_server(tmp_path_factory, artifacts_dir):
         )
         problem = _wait_for_status(lab, time.monotonic() + SERVER_START_TIMEOUT)
         if problem is None:
-            break
+            return lab
         _stop_server(lab)
         failures.append(problem)
         if "address already in use" not in lab.log_tail().lower():
             break
-    else:
-        problem = "; ".join(failures)
-    if problem is not None:
-        pytest.fail(f"JupyterLab did not start: {problem}\n--- {log_path} (tail) ---\n{lab.log_tail()}", pytrace=False)
+    pytest.fail(
+        f"JupyterLab did not start: {'; '.join(failures)}\n--- {log_path} (tail) ---\n{lab.log_tail()}", pytrace=False
+    )
+
+
+@pytest.fixture(scope="session")
+def lab_server(tmp_path_factory, artifacts_dir):
+    """A running JupyterLab on 127.0.0.1 (isolated from the user's config); a LabServer."""
+    lab = start_lab(tmp_path_factory.mktemp("jupyterlab"), artifacts_dir / "jupyterlab-server.log")
     try:
         yield lab
     finally:
@@ -673,45 +677,6 @@ def painted_pixels_js() -> str:
 # --------------------------------------------------------------------------------------------
 # A second, fresh JupyterLab (cold start measurements)
 # --------------------------------------------------------------------------------------------
-def start_lab(base: pathlib.Path, log_path: pathlib.Path) -> LabServer:
-    """Start a JupyterLab like `lab_server` does, in its own home under `base`; returns once /api/status answers."""
-    _require_lab_stack()
-    dirs = _prepare_lab_home(base)
-    token = secrets.token_hex(24)
-    port = _free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "jupyter",
-        "lab",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--ServerApp.token={token}",
-        "--allow-root",
-        f"--ServerApp.root_dir={dirs['root']}",
-    ]
-    with open(log_path, "w") as log:
-        log.write("$ " + " ".join(cmd).replace(token, "<token>") + "\n")
-        log.flush()
-        proc = subprocess.Popen(
-            cmd,
-            cwd=dirs["root"],
-            env=_lab_env(dirs),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    lab = LabServer(url=f"http://127.0.0.1:{port}", token=token, root_dir=dirs["root"], log_path=log_path, process=proc)
-    problem = _wait_for_status(lab, time.monotonic() + SERVER_START_TIMEOUT)
-    if problem is not None:
-        _stop_server(lab)
-        pytest.fail(f"JupyterLab did not start: {problem}\n--- {log_path} (tail) ---\n{lab.log_tail()}", pytrace=False)
-    return lab
-
-
 @pytest.fixture
 def fresh_lab_server(tmp_path_factory, artifacts_dir):
     """fresh_lab_server() -> a new, cold LabServer (stopped after the test); for cold-start measurements."""

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from IPython import get_ipython
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
@@ -19,7 +20,7 @@ WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 
 @pytest.fixture(scope="module")
 def ip():
-    shell = start_ipython()
+    shell = start_ipython() or get_ipython()  # the shell is global: another module may have started it
     shell.run_line_magic("load_ext", "jupyter_hwsim")
     return shell
 

@@ -15,14 +15,14 @@ def _singles(r):
 def test_a_t4_at_bf16_is_told_to_use_fp16():
     r = simulate(Scenario(kind="inference", gpu="t4", precision="bf16"))  # no bf16 units: the fp32 rate
     fp16 = next(x for x in r.suggestions if x["change"] == "precision=fp16")
-    assert fp16["shown"] and fp16["speedup"] > 2.0
+    assert fp16["shown"] and fp16["speedup"] > 1.5  # tensor-core math against the fp32 rate
     assert "no bf16" in fp16["why"]
     # a device with native bf16 is not told so
     assert not any(x["change"] == "precision=fp16" for x in simulate(Scenario(kind="inference")).suggestions)
 
 
 def test_co_saturated_stages_are_freed_by_a_combined_change():
-    s = Scenario(workload="resnet50", gpu="a100")  # the loader and the GPU are within a few percent of each other
+    s = Scenario(workload="resnet50", gpu="a100", channels_last=True)  # loader and GPU within a few percent
     r = simulate(s)
     combos = [x for x in r.suggestions if "parts" in x]
     assert combos, r.suggestions
@@ -38,7 +38,7 @@ def test_co_saturated_stages_are_freed_by_a_combined_change():
 
 
 def test_a_triple_must_beat_its_pair():
-    r = simulate(Scenario(workload="resnet50", gpu="a100"))
+    r = simulate(Scenario(workload="resnet50", gpu="a100", channels_last=True))
     by_parts = {frozenset(x["parts"]): x["speedup"] for x in r.suggestions if "parts" in x}
     for parts, sp in by_parts.items():
         for pair, pair_sp in by_parts.items():

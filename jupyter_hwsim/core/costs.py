@@ -289,6 +289,7 @@ def step_cost(m: Machine, batch: int | None = None, seq: int | None = None) -> S
             seq,
             s.cpu_speed,
             s.weight_group_size,
+            s.channels_last,
         )
         hit = _STEP_CACHE.get(key)
         if hit is not None:
@@ -307,6 +308,7 @@ def _build_step_cost(m: Machine) -> StepCost:
     r = rates(m)
     wb, ab = weight_bytes(m.s), activation_bytes(m.s.precision, m.s.traits.generates)
     fused = set(m.engine["fuses"])
+    transposes = nchw_transposes(m)
     c = StepCost()
     backward = [("bwd", BACKWARD_FLOPS_FACTOR, BACKWARD_MATMUL_KERNELS)]
     passes = [("fwd", 1.0, 1)] + (backward if training and not measured else [])
@@ -320,6 +322,11 @@ def _build_step_cost(m: Machine) -> StepCost:
                 extra = op.act_in * b * ab * scale  # batch statistics: one more pass over the input
                 nbytes += extra
                 t_m += extra / r.bw
+            if transposes and op.conv:  # NCHW in, NHWC for the tensor cores, NCHW out: each read and written
+                extra = 2.0 * (op.act_in + op.act_out) * b * ab * scale
+                nbytes += extra
+                t_m += extra / r.bw
+                c.launch_dev_s += 2 * r.launch_s  # two transpose kernels, issued inside the library call
             t = max(t_c, t_m)
             kernels = 0 if is_fused else op.kernels * (n_mm if op.cls == MATMUL else 1)
             if t_c >= t_m:
@@ -355,6 +362,21 @@ def _build_step_cost(m: Machine) -> StepCost:
     # a device that runs on the host's cores issues nothing: its per-operator cost is its launch overhead
     c.issue_s = 0.0 if host_threads(m) else host_issue_s(m, c.kernels, 0 if measured else len(c.ops), training)
     return c
+
+
+TENSOR_CORE_FORMATS = ("tf32", "fp16", "bf16", "fp8", "int8")
+
+
+def nchw_transposes(m: Machine) -> bool:
+    """Whether each convolution pays two layout transposes: an engine that keeps PyTorch's default NCHW layout
+    (engines.toml conv_layout), a scenario that did not ask for channels_last, and NVIDIA tensor cores, whose
+    convolutions run in NHWC (cuDNN transposes NCHW tensors in and out)."""
+    return (
+        m.engine.get("conv_layout") == "nchw"
+        and not m.s.channels_last
+        and m.precision in TENSOR_CORE_FORMATS
+        and str(m.device.get("name", "")).startswith("NVIDIA")
+    )
 
 
 def host_issue_s(m: Machine, kernels: int, calls: int, training: bool = False) -> float:

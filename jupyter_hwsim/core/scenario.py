@@ -45,8 +45,10 @@ _SERVING = ("arrival_rate_rps", "max_batch_size", "max_queue_delay_ms", "latency
             "loader_workers", "cpu_cores", "host_link", "pin_memory")  # fmt: skip
 _LLM = ("prompt_tokens", "output_tokens", "concurrency", "batching", "mode", "latency_slo_ms")
 KIND_TRAITS = {
-    "training": KindTraits("samples/s", ("batch_size",), None, "resnet50", ("batch_size", *_LOADER), trains=True),
-    "inference": KindTraits("samples/s", ("batch_size",), None, "resnet50", ("batch_size", *_LOADER)),
+    "training": KindTraits(
+        "samples/s", ("batch_size",), None, "resnet50", ("batch_size", "channels_last", *_LOADER), trains=True
+    ),
+    "inference": KindTraits("samples/s", ("batch_size",), None, "resnet50", ("batch_size", "channels_last", *_LOADER)),
     "serving": KindTraits(
         "requests/s", ("max_batch_size", "batch_size"), 8, "resnet50", _SERVING, suggest_steps=400, largest_batch=1024
     ),  # fmt: skip
@@ -92,6 +94,7 @@ LABELS = {
     "host_link": "Host-to-GPU link",
     "host_link_gbs": "Host-to-GPU link speed",
     "pin_memory": "Pinned memory",
+    "channels_last": "Channels-last layout",
     "dataset_gb": "Dataset size",
     "host_cache_gb": "Host page cache",
     "preprocess_ms_per_sample": "CPU preprocessing per sample",
@@ -236,6 +239,14 @@ FIELDS = {
         Field("host_link", str, "", "host-to-device link from the catalogue (default: the GPU's)"),
         Field("host_link_gbs", float, "GB/s", "host-to-device copy bandwidth (pinned)", None, 0.0, 10000, True),
         Field("pin_memory", bool, "", "pinned host buffers: asynchronous copies at link speed", True),
+        Field(
+            "channels_last",
+            bool,
+            "",
+            "convolution activations in NHWC (PyTorch's channels_last memory format); false: PyTorch's default "
+            "NCHW, which an NVIDIA tensor-core convolution transposes on the way in and out",
+            False,
+        ),
         Field("engine", str, "", "the runtime that executes the model (python -m jupyter_hwsim catalog engines)"),
         Field(
             "fusion",
@@ -541,6 +552,7 @@ class Scenario:
     host_link: Any = _default("host_link")
     host_link_gbs: float | None = _default("host_link_gbs")
     pin_memory: bool = _default("pin_memory")
+    channels_last: bool = _default("channels_last")
     engine: str | None = _default("engine")
     fusion: str | None = _default("fusion")
     dataset_gb: float | None = _default("dataset_gb")

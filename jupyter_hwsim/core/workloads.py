@@ -42,13 +42,22 @@ class Op:
     cols: float = 1.0
     groups: int = 1
     kernels: int = 1
+    conv: bool = False  # a convolution: its layout matters to tensor cores (costs.nchw_transposes)
 
 
 def _conv(name, cin, cout, k, stride, hw_in):
     hw = math.ceil(hw_in / stride)
     m = hw * hw
     return Op(
-        name, "matmul", 2.0 * m * cout * k * k * cin, cin * hw_in * hw_in, cout * m, cout * cin * k * k, m, cout
+        name,
+        "matmul",
+        2.0 * m * cout * k * k * cin,
+        cin * hw_in * hw_in,
+        cout * m,
+        cout * cin * k * k,
+        m,
+        cout,
+        conv=True,
     ), hw
 
 
@@ -524,7 +533,10 @@ def _check_ops(ops) -> None:
             raise HwsimError(f"workload.ops[{i}].cls", op["cls"], "one of " + ", ".join(_OP_CLASSES))
         for key in names:
             v = op.get(key)
-            if (
+            if key == "conv":
+                if v is not None and not isinstance(v, bool):
+                    raise HwsimError(f"workload.ops[{i}].conv", v, "true or false")
+            elif (
                 key not in ("name", "cls")
                 and v is not None
                 and (isinstance(v, bool) or not isinstance(v, (int, float)))

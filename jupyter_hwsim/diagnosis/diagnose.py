@@ -3,6 +3,8 @@ the changes that would help by re-running the model. Each kind explains itself a
 
 from __future__ import annotations
 
+import itertools
+
 from ..core import catalog
 from ..core.errors import HwsimError
 
@@ -100,6 +102,15 @@ def native_precisions(m) -> list[tuple[str, dict, str]]:
         for p in ("fp16", "bf16")
         if p in m.device["peak_tflops"] and p != s.precision
     ]
+
+
+def layout_changes(m) -> list[tuple[str, dict, str]]:
+    """channels_last where the scenario's convolutions pay NCHW transposes around NVIDIA tensor cores."""
+    from ..core import costs, workloads
+
+    if not costs.nchw_transposes(m) or not any(op.conv for op in workloads.operators(m.workload, m.seq)):
+        return []
+    return [("channels_last=true", {"channels_last": True}, "NHWC activations: no transposes around each convolution")]
 
 
 SHOW_ABOVE = 1.05  # a suggestion gaining less than this is listed only under "show all"
@@ -203,6 +214,13 @@ POOL = 8  # singles (the best one per field) that combinations draw on
 VERIFY = 3  # combinations of each size verified by `run`, the best screened first
 
 
+def _floor(parts, best: dict) -> float:
+    """What a triple must beat: the best of its parts and of its pairs verified so far."""
+    known = [best[frozenset(pair)] for pair in itertools.combinations((p["change"] for p in parts), 2)
+             if frozenset(pair) in best]  # fmt: skip
+    return max([p["speedup"] for p in parts] + known)
+
+
 def _combinations(singles: list[dict], attempt, screened) -> list[dict]:
     """A small beam search: every pair of the POOL singles that set different fields, screened; the VERIFY best
     verified; then the two best verified pairs with a third single, likewise. A combination is kept when it
@@ -244,5 +262,5 @@ def _combinations(singles: list[dict], attempt, screened) -> list[dict]:
         best[frozenset(p["change"] for p in parts)] = item["speedup"]
     grown = [[*parts, c] for _, parts in pairs[:2] for c in pool if c not in parts and disjoint([*parts, c])]
     unique = {frozenset(p["change"] for p in g): g for g in grown}  # a triple grows from up to three pairs
-    triples = verify(list(unique.values()), lambda parts: best[frozenset(p["change"] for p in parts[:2])])
+    triples = verify(list(unique.values()), lambda parts: _floor(parts, best))
     return [item for item, _ in pairs + triples]

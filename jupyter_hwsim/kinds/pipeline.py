@@ -10,6 +10,7 @@ from ..diagnosis import (
     STORAGE_LADDER,
     bigger_gpus,
     engine_changes,
+    layout_changes,
     native_precisions,
     next_gpu,
     oom_sentence,
@@ -163,7 +164,7 @@ def candidates(m, bottleneck: str, mem: dict) -> list[Candidate]:
     if link_id in LINK_LADDER[:-2]:
         nxt = LINK_LADDER[LINK_LADDER.index(link_id) + 1]
         out.append((f"host_link={nxt}", {"host_link": nxt, "host_link_gbs": None}, "faster copies"))
-    out += native_precisions(m)
+    out += native_precisions(m) + layout_changes(m)
     if s.precision in ("fp32", "tf32"):
         p = "bf16" if "bf16" in m.device["peak_tflops"] else "fp16"
         out.append((f"precision={p}", {"precision": p}, "tensor-core math, half the bytes"))

@@ -496,6 +496,9 @@ def case(row: dict) -> dict:
     fields["gpu"] = IDEAL_DEVICE if hw[1] == "ideal" else hw[1]
     notes.append(hw[2])
     cores = next((n for p, n in HOST_CORES if re.search(p, row["hardware"])), None)
+    if re.search(r"NHWC|channels[_ -]last", row.get("settings", ""), re.I):
+        fields["channels_last"] = True
+        notes.append("NHWC (channels_last) activations, as the row's settings say")
     host = next((c for p, c in HOST_CPUS if re.search(p, row["hardware"])), None)
     if host and cat != "dataloading":  # dataloading rows name their CPU whole (LOADER_CPUS)
         fields["cpu_speed"] = catalog.cpus()[host]["core_speed"]

@@ -238,7 +238,7 @@ class _Graph:
             w = self.shape.get(ins[3] if t == "QLinearConv" else ins[1]) or [ys[1], 1]
             k = math.prod(w[1:])
             rows = math.prod(ys[2:]) if len(ys) > 2 else 1
-            return Op(name, "matmul", 2.0 * out_n * k, act_in, out_n, self.params(ins), rows, ys[1])
+            return Op(name, "matmul", 2.0 * out_n * k, act_in, out_n, self.params(ins), rows, ys[1], conv=True)
         if t == "ConvTranspose":
             w, xs = self.shape.get(ins[1]), self.shape.get(ins[0])
             k = math.prod(w[1:]) * _attr(node, "group", 1) if w else 1

@@ -229,7 +229,7 @@ def _per_sample(op: Op, batch: int) -> Op:
 
 
 def _tail(op: Op):
-    return op.params, op.rows, op.cols, op.groups, op.kernels
+    return op.params, op.rows, op.cols, op.groups, op.kernels, op.conv
 
 
 class _Tracer:
@@ -381,7 +381,8 @@ class _Tracer:
                 w = args[1]
                 flops = 2.0 * out_n * math.prod(w.shape[1:])
             rows = math.prod(y.shape[2:]) if y.dim() > 2 else 1
-            self.ops.append(Op(label, "matmul", flops, act_in, out_n, params, rows, y.shape[1] if y.dim() > 1 else 1))
+            cols = y.shape[1] if y.dim() > 1 else 1
+            self.ops.append(Op(label, "matmul", flops, act_in, out_n, params, rows, cols, conv=True))
         elif op in _ATTENTION:
             q, k, v = ins[0], ins[1], ins[2]
             s, t = q.shape[-2], k.shape[-2]

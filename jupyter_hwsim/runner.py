@@ -145,9 +145,10 @@ def _result(kind, m, d, mem, method: str, state: dict | None, timeline=()) -> Re
             m.device, util["gpu_busy"], r.throughput, gpus, m.s.price_per_hour_usd, m.s.grid_gco2_per_kwh
         ).items():
             setattr(r, k, v)
-        r.accuracy = bands.band(
-            r.scenario, "throughput", r.throughput, single_stream=m.s.traits.generates and m.batch == 1
-        )
+        if diagnosis.merit(r, kind.offered(m.s))[1] == "throughput":  # a kept-up open loop serves what it is offered
+            r.accuracy = bands.band(
+                r.scenario, "throughput", r.throughput, single_stream=m.s.traits.generates and m.batch == 1
+            )
     return r
 
 

@@ -41,3 +41,11 @@ def test_every_band_names_the_runtime_a_scenario_uses():
     for key, b in BANDS.items():
         assert b["runtime"] == ENGINE_CATALOGUE.get(b["engine"]), key
     assert bands.workload_family({"kind": "inference", "workload": "bert-large"}) == "transformer-encoder"
+
+
+def test_a_kept_up_open_loop_has_no_throughput_band():
+    """Serving what it is offered, its throughput is the offered rate: a band of capacity would mislead."""
+    light = estimate(Scenario(kind="serving", arrival_rate_rps=50), suggest=False)
+    assert light.accuracy is None and "likely" not in light.summary()
+    flooded = estimate(Scenario(kind="serving", arrival_rate_rps=1e5), suggest=False)
+    assert flooded.accuracy is not None

@@ -81,10 +81,9 @@ def test_an_out_of_memory_run_has_no_cost():
 
 
 def test_the_magic_compares_and_shows_one_line_on_bad_input(tmp_path, monkeypatch):
+    from IPython import get_ipython
     from IPython.testing.globalipapp import start_ipython
     from IPython.utils.capture import capture_output
-
-    from IPython import get_ipython
 
     ip = start_ipython() or get_ipython()  # the shell is global: another test module may have started it
     ip.run_line_magic("load_ext", "jupyter_hwsim")
@@ -98,3 +97,15 @@ def test_the_magic_compares_and_shows_one_line_on_bad_input(tmp_path, monkeypatc
     with capture_output() as cap:
         assert ip.run_line_magic("hwsim", "compare gpu=h1000") is None
     assert len(cap.stderr.strip().splitlines()) == 1 and "gpu" in cap.stderr and "Traceback" not in cap.stdout
+
+
+def test_the_panels_read_outs_show_cost_and_trust_where_known():
+    from jupyter_hwsim.jupyter.report import numbers_html
+
+    def cell(html, cls):
+        return html.split(f"class='{cls}'>")[1].split("</td>")[0]
+
+    priced = numbers_html(estimate(Scenario(gpu="a100"), suggest=False))
+    assert "per million" in cell(priced, "hwsim-cost") and "likely" in cell(priced, "hwsim-accuracy")
+    unpriced = numbers_html(estimate(Scenario(gpu="rtx-4090"), suggest=False))  # no cloud rents it: power only
+    assert " W " in cell(unpriced, "hwsim-cost") and "$" not in cell(unpriced, "hwsim-cost")

@@ -54,6 +54,10 @@ METRIC_HELP_TEXT = {
     "against the GPU's capacity",
     "ttft": "time to first token: queueing plus prefill of the prompt",
     "goodput": "requests served within the latency target, per second",
+    "cost": "board power (idle plus the busy share of the limit), energy and cost per million units at the "
+    "GPU's dated on-demand price per hour (price_per_hour_usd sets your own), CO2e at grid_gco2_per_kwh",
+    "accuracy": "the range around the prediction that held 8 in 10 published measurements of this class "
+    "(workload family, engine, measure), leave-one-source-out (docs/validation.md)",
 }
 
 
@@ -107,6 +111,24 @@ def numbers_html(r, base=None) -> str:
             f"<tr><td title='{METRIC_HELP['goodput']}'>goodput</td><td>{r.goodput:,.1f} requests/s within "
             f"{r.scenario['latency_slo_ms']:g} ms{d(lambda b: b.goodput, r.goodput)}</td></tr>"
         )
+    one = r.throughput_unit.split("/")[0].rstrip("s")
+    if r.power_w is not None:
+        cost = f"{r.power_w:,.0f} W &nbsp;|&nbsp; {r.energy_j_per_unit or 0:.3g} J per {one}"
+        if r.cost_usd_per_million is not None:
+            cost += (
+                f" &nbsp;|&nbsp; ${r.cost_usd_per_million:,.3g} per million"
+                f"{d(lambda b: b.cost_usd_per_million, r.cost_usd_per_million, False)}"
+            )
+        extra += f"<tr><td title='{METRIC_HELP['cost']}'>power and cost</td><td class='hwsim-cost'>{cost}</td></tr>"
+    a = r.accuracy
+    if a:
+        trust = (
+            f"likely {a['low']:,.4g}-{a['high']:,.4g} {r.throughput_unit} (median error {a['median_abs_error']:.0%}, "
+            f"{a['n']} published rows)"
+            if a["status"] == "validated"
+            else f"not validated ({a['n']} published rows of its class)"
+        )
+        extra += f"<tr><td title='{METRIC_HELP['accuracy']}'>how far to trust it</td><td class='hwsim-accuracy'>{trust}</td></tr>"
     pinned = " <span class='hwsim-why'>(arrows: against the pinned baseline)</span>" if base is not None else ""
     return (
         "<table class='hwsim-numbers'>"

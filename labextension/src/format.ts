@@ -14,6 +14,11 @@ export function formatNumber(x: number, digits = 1): string {
   return x.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 }
 
+/** `x` to `digits` significant figures, with thousands separators: 0.139, 9.06, 2,150. */
+export function formatSignificant(x: number, digits = 3): string {
+  return Number(x.toPrecision(digits)).toLocaleString('en-US', { maximumFractionDigits: 20 });
+}
+
 export function formatPercent(x: number, digits = 0): string {
   return `${(x * 100).toFixed(digits)}%`;
 }

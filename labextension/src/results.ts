@@ -6,7 +6,7 @@
 
 import { compareTo, comparePoints, IChange } from './compare';
 import { el } from './dom';
-import { busyMfuGap, formatNumber, formatPercent, latencyLabel } from './format';
+import { busyMfuGap, formatNumber, formatPercent, formatSignificant, latencyLabel } from './format';
 import { SEED, Step } from './state';
 import { IResult, ISuggestion, Method } from './types';
 
@@ -271,6 +271,27 @@ export class ResultsView {
     }
     if (r.goodput !== undefined && r.goodput !== null) {
       row('Goodput', `${formatNumber(r.goodput)} requests/s within ${r.scenario?.latency_slo_ms} ms`);
+    }
+    const one = r.throughput_unit.split('/')[0].replace(/s$/, '');
+    if (r.power_w !== undefined && r.power_w !== null) {
+      const cost =
+        r.cost_usd_per_million !== undefined && r.cost_usd_per_million !== null
+          ? `, $${formatSignificant(r.cost_usd_per_million)} per million ${one}s`
+          : '';
+      row(
+        'Power, cost',
+        `${formatSignificant(r.power_w)} W, ${formatSignificant(r.energy_j_per_unit ?? 0)} J per ${one}${cost}`
+      );
+    }
+    const a = r.accuracy;
+    if (a) {
+      row(
+        'Trust',
+        a.status === 'validated' && a.low !== undefined && a.high !== undefined
+          ? `likely ${formatSignificant(a.low)}–${formatSignificant(a.high)} ${r.throughput_unit} ` +
+              `(median error ${Math.round(100 * (a.median_abs_error ?? 0))}% over ${a.n} published rows)`
+          : `not validated (${a.n} published rows of its class)`
+      );
     }
   }
 

@@ -89,7 +89,21 @@ export interface IResult {
   ttft_ms?: { [name: string]: number } | null;
   tokens_per_s_per_stream?: number | null;
   max_concurrency?: number | null;
+  power_w?: number | null;
+  energy_j_per_unit?: number | null;
+  cost_usd_per_million?: number | null;
+  accuracy?: IAccuracy | null;
   charts: { [name: string]: { [key: string]: unknown } };
+}
+
+/** How far to trust the throughput: the published error band of its class (Result.accuracy). */
+export interface IAccuracy {
+  status: string;
+  n: number;
+  class: string;
+  low?: number;
+  high?: number;
+  median_abs_error?: number;
 }
 
 /** The `error` object of a 4xx/5xx answer. */

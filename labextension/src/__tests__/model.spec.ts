@@ -1,5 +1,5 @@
 import { errorFromResponse, errorTarget, errorText, isTransient, shouldRetry } from '../errors';
-import { busyMfuGap, formatFieldValue, formatNumber } from '../format';
+import { busyMfuGap, formatFieldValue, formatNumber, formatSignificant } from '../format';
 import { fitWidth } from '../vlspec';
 import { cellSource, formatValue, lineToScenario, parseValue, scenarioToLine, splitWords } from '../magic';
 import {
@@ -461,6 +461,9 @@ describe('read-outs', () => {
   it('formats like the Python report', () => {
     expect(formatNumber(1234.56)).toBe('1,234.6');
     expect(formatNumber(0.5, 2)).toBe('0.50');
+    expect(formatSignificant(0.13912)).toBe('0.139');
+    expect(formatSignificant(9.0612)).toBe('9.06');
+    expect(formatSignificant(2151.9)).toBe('2,150');
     expect(formatFieldValue(256, 'samples')).toBe('256 samples');
     expect(formatFieldValue(3.16227766, 'GB/s')).toBe('3.16 GB/s');
     expect(formatFieldValue(1.5, 'x')).toBe('1.5');

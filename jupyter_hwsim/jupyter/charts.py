@@ -137,7 +137,8 @@ def _title(text: str, subtitle: str | None = None) -> alt.TitleParams:
 @functools.cache
 def _utilization_template() -> dict:
     y = alt.Y("label:N", sort=None, title=None, scale=alt.Scale(domain=list(UTIL_LABELS.values())))
-    x = alt.X("value:Q", scale=alt.Scale(domain=[0, 1.12]), axis=alt.Axis(format="%", values=[0, 0.25, 0.5, 0.75, 1]))
+    # room past 100% for the value labels ("100%" must not be clipped at a sidebar's width)
+    x = alt.X("value:Q", scale=alt.Scale(domain=[0, 1.22]), axis=alt.Axis(format="%", values=[0, 0.25, 0.5, 0.75, 1]))
     base = alt.Chart(_data("rows")).encode(y=y, x=x.title("busy fraction"))
     bars = base.mark_bar().encode(
         color=alt.Color(

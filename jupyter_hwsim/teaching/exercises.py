@@ -608,6 +608,19 @@ def check_mystery_fix(seed, change) -> bool:
     return _judge_change(s, change)
 
 
+# 07: BERT-base inference at batch 1 on an A100, eager: each step waits on the host issuing kernels
+LESSON7_BERT = Scenario(
+    kind="inference",
+    workload="bert-base",
+    gpu="a100",
+    precision="fp16",
+    batch_size=1,
+    loader_workers=8,
+    cpu_cores=32,
+    steps=60,
+)
+
+
 # ---------------------------------------------------------------- 10: the capstone, three mystery pipelines
 # each slow for a different reason: profile, name the bottleneck, fix it with one change
 CAPSTONE = {
@@ -621,16 +634,7 @@ CAPSTONE = {
         cpu_cores=32,
         steps=60,
     ),
-    "B": Scenario(
-        kind="inference",
-        workload="bert-base",
-        gpu="a100",
-        precision="fp16",
-        batch_size=1,
-        loader_workers=8,
-        cpu_cores=32,
-        steps=60,
-    ),
+    "B": LESSON7_BERT,  # lesson 7's batch-1 BERT: the host's work per kernel binds
     "C": Scenario(
         kind="training",
         workload="bert-base",

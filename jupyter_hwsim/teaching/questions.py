@@ -12,6 +12,7 @@ import math
 from ..api import simulate
 from ..core import catalog
 from ..core.scenario import Scenario
+from .exercises import LESSON7_BERT
 from .quiz import Question
 
 
@@ -199,16 +200,7 @@ def _l6_t4_answer(f: dict) -> str:
 
 
 # ---------------------------------------------------------------- lesson 7: fusion
-_L7_BERT = Scenario(
-    kind="inference",
-    workload="bert-base",
-    gpu="a100",
-    precision="fp16",
-    batch_size=1,
-    loader_workers=8,
-    cpu_cores=32,
-    steps=60,
-)
+_L7_BERT = LESSON7_BERT
 
 
 def _l7_predict() -> dict:

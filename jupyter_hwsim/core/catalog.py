@@ -74,6 +74,12 @@ def _norm(name: str) -> str:
     return str(name).strip().lower().replace("_", "-").replace(" ", "-")
 
 
+def maker(device: dict) -> str:
+    """Who made a device: the first word of its name ("NVIDIA", "AMD", "Apple", "Google"); what an engine's
+    platforms and a vendor library's behaviour are keyed on."""
+    return str(device.get("name", "")).split(" ")[0]
+
+
 def names(section: str) -> list[str]:
     """Catalogue ids of a section: gpus, storage, links, workloads, precisions."""
     return list(_entries(section))

@@ -375,7 +375,7 @@ def nchw_transposes(m: Machine) -> bool:
         m.engine.get("conv_layout") == "nchw"
         and not m.s.channels_last
         and m.precision in TENSOR_CORE_FORMATS
-        and str(m.device.get("name", "")).startswith("NVIDIA")
+        and catalog.maker(m.device) == "NVIDIA"
     )
 
 

@@ -625,8 +625,7 @@ class Scenario:
             raise HwsimError("engine", name, f"an engine that trains for kind=training: {', '.join(trainers)}")
         if "platforms" in e:
             device = catalog.get("gpus", self.gpu) if isinstance(self.gpu, str) else self.gpu
-            maker = str(device.get("name", "")).split(" ")[0]
-            if maker not in e["platforms"]:
+            if catalog.maker(device) not in e["platforms"]:
                 raise HwsimError("engine", name, f"a device by {' or '.join(e['platforms'])} (gpu={self.gpu})")
         if "kinds" in e and self.kind not in e["kinds"]:
             raise HwsimError("engine", name, f"kind={' or '.join(e['kinds'])} ({e['name']} runs no {self.kind})")

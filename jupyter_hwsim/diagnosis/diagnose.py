@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-from ..core import catalog
+from ..core import catalog, costs, precision, workloads
 from ..core.errors import HwsimError
 
 STORAGE_LADDER = ["hdd", "network-fs", "sata-ssd", "nvme-gen3", "nvme-gen4", "nvme-gen5", "ramdisk"]
@@ -106,8 +106,6 @@ def native_precisions(m) -> list[tuple[str, dict, str]]:
 
 def layout_changes(m) -> list[tuple[str, dict, str]]:
     """channels_last where the scenario's convolutions pay NCHW transposes around NVIDIA tensor cores."""
-    from ..core import costs, workloads
-
     if not costs.nchw_transposes(m) or not any(op.conv for op in workloads.operators(m.workload, m.seq)):
         return []
     return [("channels_last=true", {"channels_last": True}, "NHWC activations: no transposes around each convolution")]
@@ -131,8 +129,6 @@ def _knobs(change: dict) -> set:
 
 def _risk(m, r) -> str:
     """What a change costs besides its speed: numeric error of a lower precision, memory headroom, the SLO."""
-    from ..core import precision
-
     s, out = r.scenario, []
     if s["precision"] != m.s.precision:
         now = precision.matmul_error(m.s.precision, m.s.weight_group_size)
@@ -161,9 +157,12 @@ def suggestions(
         allowed = set(allowed)
         candidates = [c for c in candidates if _knobs(c[1]) <= allowed]
 
-    def attempt(label, change, why, runner=run, base_v=base_v):
+    def rerun(change: dict):
+        return run(m.s.replace(**change))
+
+    def attempt(label, change, why, runner=rerun, base_v=base_v):
         try:
-            r = runner(m.s.replace(**change))
+            r = runner(change)
         except HwsimError:
             return None
         if bottleneck == "memory_capacity":
@@ -187,10 +186,22 @@ def suggestions(
         return [x for x in (attempt(*c) for c in candidates) if x is not None][:6]
     screen = screen or run
     screen_base = _value(screen(m.s), metric)
+    twins: dict = {}  # the screen's result (or refusal) of each change, computed once
+
+    def twin(change: dict):
+        key = repr(sorted(change.items()))
+        if key not in twins:
+            try:
+                twins[key] = screen(m.s.replace(**change))
+            except HwsimError as e:
+                twins[key] = e
+        if isinstance(twins[key], HwsimError):
+            raise twins[key]
+        return twins[key]
 
     def screened(fields: dict) -> float:
         try:
-            return _value(screen(m.s.replace(**fields)), metric) / screen_base if screen_base > 0 else 0.0
+            return _value(twin(fields), metric) / screen_base if screen_base > 0 else 0.0
         except HwsimError:
             return 0.0
 
@@ -199,7 +210,7 @@ def suggestions(
         twin (marked estimated), which keeps a panel's settle time to the few changes that matter."""
         if screen is run or screened(change) >= VERIFY_ABOVE:
             return attempt(label, change, why)
-        item = attempt(label, change, why, screen, screen_base)
+        item = attempt(label, change, why, twin, screen_base)
         return item and item | {"estimated": True}
 
     out = [x for x in (single(*c) for c in candidates) if x is not None]

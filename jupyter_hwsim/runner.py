@@ -29,7 +29,8 @@ def as_scenario(s) -> Scenario:
     raise HwsimError("scenario", s, "a Scenario or a dict of its fields")
 
 
-def _run(scenario, method: str, seed: int, suggest, budget_s: float) -> Result:
+def _run(scenario, method: str, seed: int, suggest, budget_s: float, brief: bool = False) -> Result:
+    """brief: the numbers only (no details, explanation or warnings), for the suggestion search's re-runs."""
     t0 = time.perf_counter()
     s = as_scenario(scenario)
     kind = kinds.get(s.kind)
@@ -38,8 +39,9 @@ def _run(scenario, method: str, seed: int, suggest, budget_s: float) -> Result:
     state, sim, timeline = None, {}, []
     if not mem["oom"]:
         state, sim, timeline = kind.state(m, d, method, seed, budget_s)
-    r = _result(kind, m, d, mem, method, state, timeline)
-    r.warnings += _overload(kind, m, mem)
+    r = _result(kind, m, d, mem, method, state, timeline, brief)
+    if not brief:
+        r.warnings += _overload(kind, m, mem)
     r.sim = {
         "events": 0,
         "simulated_s": 0.0,
@@ -52,18 +54,26 @@ def _run(scenario, method: str, seed: int, suggest, budget_s: float) -> Result:
 
         def rerun(c):  # the re-runs share what is left of the budget (at least a tenth of it each)
             left = max(0.1 * budget_s, budget_s - (time.perf_counter() - t0))
-            return _run(c.replace(steps=min(c.steps, short)) if method == "simulate" else c, method, seed, False, left)
+            c = c.replace(steps=min(c.steps, short)) if method == "simulate" else c
+            return _run(c, method, seed, False, left, brief=True)
 
         base = rerun(s) if (method == "simulate" and not mem["oom"] and s.steps > short) else r
         # what to improve is judged on the full run; speed-ups compare like with like (short runs, same seed)
         metric = diagnosis.merit(r, kind.offered(s))[1]
 
         def screen(c):  # combinations are screened by the analytic twin, then verified by `rerun`
-            return _run(c, "estimate", 0, False, budget_s)
+            return _run(c, "estimate", 0, False, budget_s, brief=True)
 
         allowed = None if suggest is True else tuple(suggest)
         r.suggestions = diagnosis.suggestions(
-            m, base, r.bottleneck, kind.candidates(m, r.bottleneck, mem), rerun, metric, allowed, screen
+            m,
+            base,
+            r.bottleneck,
+            kind.candidates(m, r.bottleneck, mem),
+            rerun,
+            metric,
+            allowed,
+            screen if method == "simulate" else None,  # an estimate is its own screen
         )
     r.sim["wall_ms"] = (time.perf_counter() - t0) * 1e3
     return r
@@ -93,7 +103,7 @@ def _overload(kind, m, mem) -> list[str]:
     ]
 
 
-def _result(kind, m, d, mem, method: str, state: dict | None, timeline=()) -> Result:
+def _result(kind, m, d, mem, method: str, state: dict | None, timeline=(), brief: bool = False) -> Result:
     zero = dict.fromkeys(("p50", "p95", "p99", "mean"), 0.0)
     if mem["oom"]:
         bottleneck = "memory_capacity"
@@ -109,6 +119,10 @@ def _result(kind, m, d, mem, method: str, state: dict | None, timeline=()) -> Re
     util["gpu_mfu"] = flops_s / (m.device["peak_tflops"][m.precision] * 1e12)
     util["hbm_bw"] = bytes_s / (m.device["memory_bandwidth_gbs"] * 1e9)
     util = {k: float(min(1.0, max(0.0, v))) for k, v in util.items()}
+    if brief:
+        r = Result(m.s.to_dict(), method, float(x), m.s.traits.unit, latency, util, gpu_time, bottleneck, "", mem, {})
+        kind.finish(r, mem)
+        return r
     warnings = list(m.warnings) + m.s.field_warnings()
     err = precision.matmul_error(m.s.precision, m.s.weight_group_size)
     if err > precision.WARN_ABOVE:

@@ -94,7 +94,8 @@ def get(section: str, name: str) -> dict:
         raise HwsimError(
             _FIELD[section], name, f"one of {', '.join(names(section))}", did_you_mean(_norm(name), _aliases(section))
         )
-    return _entries(section)[key]
+    # no merged copy on this hot path: the alias table (cached) has read the user folder already
+    return _ADDED[section].get(key) or _load(section)[key]
 
 
 def gpus() -> dict:

@@ -157,8 +157,22 @@ def suggestions(
         allowed = set(allowed)
         candidates = [c for c in candidates if _knobs(c[1]) <= allowed]
 
+    screen = screen or run
+    twins: dict = {}  # the screen's result (or refusal) of each change, computed once
+
+    def twin(change: dict):
+        key = repr(sorted(change.items()))
+        if key not in twins:
+            try:
+                twins[key] = screen(m.s.replace(**change))
+            except HwsimError as e:
+                twins[key] = e
+        if isinstance(twins[key], HwsimError):
+            raise twins[key]
+        return twins[key]
+
     def rerun(change: dict):
-        return run(m.s.replace(**change))
+        return twin(change) if screen is run else run(m.s.replace(**change))
 
     def attempt(label, change, why, runner=rerun, base_v=base_v):
         try:
@@ -184,20 +198,7 @@ def suggestions(
 
     if bottleneck == "memory_capacity":
         return [x for x in (attempt(*c) for c in candidates) if x is not None][:6]
-    screen = screen or run
-    screen_base = _value(screen(m.s), metric)
-    twins: dict = {}  # the screen's result (or refusal) of each change, computed once
-
-    def twin(change: dict):
-        key = repr(sorted(change.items()))
-        if key not in twins:
-            try:
-                twins[key] = screen(m.s.replace(**change))
-            except HwsimError as e:
-                twins[key] = e
-        if isinstance(twins[key], HwsimError):
-            raise twins[key]
-        return twins[key]
+    screen_base = _value(base if screen is run else screen(m.s), metric)
 
     def screened(fields: dict) -> float:
         try:

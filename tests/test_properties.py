@@ -1,10 +1,12 @@
 """Operational laws over random valid scenarios (Hypothesis)."""
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jupyter_hwsim import Scenario, simulate
+from jupyter_hwsim import HwsimError, Scenario, simulate
 from jupyter_hwsim.core import costs
+from jupyter_hwsim.core.scenario import host_defaults
 
 scenarios = st.builds(
     Scenario,
@@ -124,3 +126,54 @@ def test_llm_laws(s, seed):
     if s.jitter_cv == 0:
         assert r.tokens_per_s_per_stream <= 1.0001 * bw / r.details["bytes_per_token_single_stream"]
     assert simulate(s, seed=seed, suggest=False).to_dict() | {"sim": None} == r.to_dict() | {"sim": None}
+
+
+def _rebuilt(s: Scenario, changes: dict) -> Scenario:
+    """What replace() means, the slow way: every field of s with the changes, built and checked from nothing
+    (an engine or fusion change frees the other; a cpu change frees the cores and speed the old cpu implied)."""
+    base = s.to_dict()
+    if "fusion" in changes and "engine" not in changes:
+        base.pop("engine")
+    elif "engine" in changes and "fusion" not in changes:
+        base.pop("fusion")
+    if "cpu" in changes:
+        for name, implied in zip(("cpu_cores", "cpu_speed"), host_defaults(s.cpu)):
+            if name not in changes and base[name] == implied:
+                base.pop(name)
+    return Scenario.from_dict({**base, **changes})
+
+
+_changes = st.fixed_dictionaries(
+    {},
+    optional={
+        "kind": st.sampled_from(["training", "inference", "serving", "llm"]),
+        "workload": st.sampled_from(["resnet50", "bert-base", "llama-2-7b", "mlp-small"]),
+        "gpu": st.sampled_from(["t4", "a100", "h100", "mi300x", "tpu-v5e", "xeon-8480"]),
+        "precision": st.sampled_from(["fp32", "bf16", "fp16", "int8", "int4"]),
+        "batch_size": st.one_of(st.none(), st.sampled_from([1, 8, 64, -3])),
+        "cpu": st.sampled_from([None, "epyc-9654", "core-i9-13900k"]),
+        "cpu_cores": st.sampled_from([2, 64]),
+        "engine": st.sampled_from(["pytorch-eager", "torch-compile", "tensorrt", "vllm", "llama.cpp"]),
+        "fusion": st.sampled_from(["eager", "compiled", "tensorrt"]),
+        "decoder": st.sampled_from([None, "pillow", "dali-gpu"]),
+        "arrival_rate_rps": st.sampled_from([None, 50.0]),
+        "mode": st.sampled_from([None, "offline"]),
+        "prompt_tokens": st.sampled_from([128, 4000]),
+        "channels_last": st.booleans(),
+    },
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(scenarios, _changes)
+def test_replace_is_a_rebuild_with_the_changes(s, changes):
+    """replace() checks only the changed fields (it is on the suggestion search's hot path) but must mean the same
+    as building the changed scenario from nothing: the same scenario, or the same refusal."""
+    try:
+        want = _rebuilt(s, changes)
+    except HwsimError as e:
+        with pytest.raises(HwsimError) as got:
+            s.replace(**changes)
+        assert str(got.value) == str(e)
+        return
+    assert s.replace(**changes) == want

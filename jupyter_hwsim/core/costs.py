@@ -353,7 +353,7 @@ def _build_step_cost(m: Machine) -> StepCost:
         params = parameters(m)
         nbytes = params * (wb * 3 + ADAM_MOMENT_BYTES * 2 + (FP32_MASTER_BYTES * 2 if wb < FP32_MASTER_BYTES else 0))
         t = nbytes / r.bw
-        tensors = sum(1 for op in workloads.operators(m.workload, m.seq) if op.params)
+        tensors = op_sums(workloads.operators(m.workload, m.seq))["tensors"]
         kernels = math.ceil(tensors / ADAM_TENSORS_PER_LAUNCH)  # foreach multi_tensor_apply
         c.memory_s += t
         c.hbm_bytes += nbytes
@@ -432,20 +432,43 @@ def contention(m: Machine) -> tuple[float, float]:
     return float(e.get("step", 1.0)), float(e.get("threads", 1.0))
 
 
+_SUMS: dict = {}
+
+
+def op_sums(ops: tuple, fused: frozenset = frozenset()) -> dict:
+    """Sums over an operator list that every run needs: parameters, tensors that hold some, the largest input plus
+    output of one operator, and the activations training saves for backward (fused and in-place elementwise
+    operators save none). Memoized on the list itself (the catalogue builds each list once and shares it), so the
+    suggestion search's many runs sum it once."""
+    key = (id(ops), fused)
+    hit = _SUMS.get(key)
+    if hit is not None and hit[0] is ops:
+        return hit[1]
+    out = {
+        "params": sum(op.params for op in ops),
+        "tensors": sum(1 for op in ops if op.params),
+        "max_io": max(op.act_in + op.act_out for op in ops),
+        "saved": sum(op.act_out for op in ops if op.cls not in fused and op.cls != "elementwise"),
+    }
+    if len(_SUMS) >= 64:  # custom workloads build a new list per run: keep only a few
+        _SUMS.clear()
+    _SUMS[key] = (ops, out)
+    return out
+
+
 def parameters(m: Machine) -> float:
-    return sum(op.params for op in workloads.operators(m.workload, m.seq))
+    return op_sums(workloads.operators(m.workload, m.seq))["params"]
 
 
 def memory(m: Machine) -> dict:
     """Device memory: weights, gradients, optimizer state, activations, workspace (GB)."""
     p, wb, ab = parameters(m), weight_bytes(m.s), activation_bytes(m.s.precision, m.s.traits.generates)
-    ops = workloads.operators(m.workload, m.seq)
     training = m.s.traits.trains
-    fused = set(m.engine["fuses"])
+    sums = op_sums(workloads.operators(m.workload, m.seq), frozenset(m.engine["fuses"]))
     if training:  # saved for backward; in-place elementwise ops (ReLU(inplace=True), add_) save nothing more
-        act = sum(op.act_out for op in ops if op.cls not in fused and op.cls != "elementwise") * m.batch * ab
+        act = sums["saved"] * m.batch * ab
     else:
-        act = INFERENCE_ACTIVATION_FACTOR * max(op.act_in + op.act_out for op in ops) * m.batch * ab
+        act = INFERENCE_ACTIVATION_FACTOR * sums["max_io"] * m.batch * ab
     out = {
         "weights_gb": p * wb / 1e9,
         "gradients_gb": p * wb / 1e9 if training else 0.0,

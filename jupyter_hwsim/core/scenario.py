@@ -478,6 +478,9 @@ def own(value, name: str, depth: int = 0):
     raise HwsimError(name, value, "a number, text, true/false, a table or a list")
 
 
+_SCALARS = frozenset((str, int, float, bool, type(None)))
+
+
 def thaw(value):
     """A plain, mutable deep copy of what own() made (dicts and lists, as JSON has them)."""
     if isinstance(value, dict):
@@ -579,15 +582,22 @@ class Scenario:
     weight_group_size: int = _default("weight_group_size")
 
     def __post_init__(self):
-        given = (self.cpu_cores, self.cpu_speed)  # what the caller set; None: from the cpu
-        for name, spec in FIELDS.items():
-            value = spec.check(getattr(self, name))
-            if value is None and spec.default is not None:
-                value = spec.default
+        self._settle(FIELDS, (self.cpu_cores, self.cpu_speed))
+
+    def _settle(self, names, given) -> None:
+        """Check and resolve the fields in names (all of them when constructed, the changed ones in replace()),
+        then the checks that span fields, always. given: the cpu_cores and cpu_speed the caller set (None: from
+        the cpu)."""
+        for name in names:
+            value = FIELDS[name].check(getattr(self, name))
+            if value is None and FIELDS[name].default is not None:
+                value = FIELDS[name].default
             object.__setattr__(self, name, value)
         if self.workload is None:
             object.__setattr__(self, "workload", self.traits.default_workload)
         for name, section in _CATALOGUE_FIELDS.items():
+            if name not in names:
+                continue
             value = getattr(self, name)
             if name == "workload" and isinstance(value, str) and value.lower().startswith(IMPORTED):
                 from .workloads import resolve
@@ -734,20 +744,39 @@ class Scenario:
 
     def to_dict(self) -> dict:
         """Every field, JSON-serializable; None means 'from the catalogue'."""
-        return {f.name: thaw(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        d = self.__dict__
+        return {n: v if type(v) in _SCALARS else thaw(v) for n in FIELDS for v in (d[n],)}
 
     def replace(self, **changes) -> Scenario:
-        """A new scenario with some fields changed (validated like any other)."""
-        base = self.to_dict()
+        """A new scenario with some fields changed, validated like any other: the changed fields are checked
+        (the rest were checked when this one was made) and every check that spans fields runs again."""
+        unknown = [k for k in changes if k not in FIELDS]
+        if unknown:
+            raise HwsimError(
+                unknown[0],
+                changes[unknown[0]],
+                "a known scenario field",
+                did_you_mean(unknown[0], FIELDS) or "see `python -m jupyter_hwsim help`",
+            )
+        changes = dict(changes)
         if "fusion" in changes and "engine" not in changes:
-            base.pop("engine")  # fusion names an engine: the new fusion picks it
+            changes["engine"] = None  # fusion names an engine: the new fusion picks it
         elif "engine" in changes and "fusion" not in changes:
-            base.pop("fusion")
+            changes["fusion"] = None
+        given = [changes.get("cpu_cores", self.cpu_cores), changes.get("cpu_speed", self.cpu_speed)]
         if "cpu" in changes:  # cores and speed that the old cpu set follow the new one; ones given stay
-            for name, implied in zip(("cpu_cores", "cpu_speed"), host_defaults(self.cpu)):
-                if name not in changes and base[name] == implied:
-                    base.pop(name)
-        return Scenario.from_dict({**base, **changes})
+            for i, (name, implied) in enumerate(zip(("cpu_cores", "cpu_speed"), host_defaults(self.cpu))):
+                if name not in changes and getattr(self, name) == implied:
+                    given[i] = None
+        new = object.__new__(Scenario)
+        new.__dict__.update(self.__dict__)
+        new.__dict__.update(changes)
+        if given[0] is None or given[1] is None:  # as construction does: not given, the FIELDS default first
+            changes.setdefault("cpu_cores", None)
+            changes.setdefault("cpu_speed", None)
+            new.__dict__.update(cpu_cores=given[0], cpu_speed=given[1])
+        new._settle(changes, tuple(given))
+        return new
 
 
 if [f.name for f in dataclasses.fields(Scenario)] != list(FIELDS):  # one list of fields, in one order

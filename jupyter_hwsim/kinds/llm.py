@@ -195,9 +195,8 @@ def memory(m) -> dict:
     p = costs.parameters(m)
     kv_tok = workloads.kv_values_per_token(w) * costs.value_bytes(kv_precision(s))
     per_seq = kv_tok * (s.prompt_tokens + s.output_tokens)
-    ops = workloads.operators(w, 1)
     tokens = min(m.batch * s.prompt_tokens, max(PREFILL_CHUNK_TOKENS, s.prompt_tokens))
-    act = costs.INFERENCE_ACTIVATION_FACTOR * max(op.act_in + op.act_out for op in ops) * tokens
+    act = costs.INFERENCE_ACTIVATION_FACTOR * costs.op_sums(workloads.operators(w, 1))["max_io"] * tokens
     act *= costs.activation_bytes(s.precision, generates=True)
     out = {
         "weights_gb": p * costs.weight_bytes(s) / 1e9,

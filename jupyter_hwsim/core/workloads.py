@@ -11,6 +11,7 @@ from . import catalog
 from .errors import HwsimError
 
 IMAGE_CHANNELS = 3.0  # RGB
+IMAGE_ARCHS = ("resnet", "vit", "efficientnet", "convnext")  # the builders whose input is an image
 DEFAULT_IMAGE_PX = 224  # the ImageNet crop, where a workload gives no image_px
 FP32_BYTES = 4.0  # a preprocessed image or feature vector is fp32, as torchvision's ToTensor gives it
 INT64_BYTES = 8.0  # token ids are int64 (torch.long), as tokenizers return them
@@ -45,16 +46,20 @@ class Op:
     conv: bool = False  # a convolution: its layout matters to tensor cores (costs.nchw_transposes)
 
 
-def _conv(name, cin, cout, k, stride, hw_in):
+def _conv(name, cin, cout, k, stride, hw_in, groups=1):
+    """A k x k convolution and its output side, ceil(hw_in / stride) (padding k // 2, or none when stride = k).
+    A grouped one (groups > 1; depthwise when groups = cin) reduces over k x k x cin / groups inputs per
+    output; it is one m x cout output, as the importers record a grouped convolution (torch_trace, onnx)."""
     hw = math.ceil(hw_in / stride)
     m = hw * hw
+    per_group = cin // groups
     return Op(
         name,
         "matmul",
-        2.0 * m * cout * k * k * cin,
+        2.0 * m * cout * k * k * per_group,
         cin * hw_in * hw_in,
         cout * m,
-        cout * cin * k * k,
+        cout * per_group * k * k,
         m,
         cout,
         conv=True,
@@ -119,6 +124,111 @@ def _resnet(w: dict) -> list[Op]:
             w["num_classes"],
         )
     )
+    return ops
+
+
+def _round_channels(c: float, width_mult: float, divisor: int = 8) -> int:
+    """A width scaled by width_mult, rounded to a multiple of divisor and never 10% below the scaled value (the
+    reference EfficientNet's round_filters, which torchvision's _make_divisible repeats)."""
+    v = c * width_mult
+    out = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return out + divisor if out < 0.9 * v else out
+
+
+def _bn_act(p: str, c: float, hw: int, act: bool = True) -> list[Op]:
+    """Batch norm (and a SiLU) after a convolution of c channels at hw x hw."""
+    n = c * hw * hw
+    ops = [_pointwise(f"{p}.bn", "batchnorm", n, flops_per=NORM_FLOPS_PER_ELEMENT)]
+    if act:
+        ops.append(_pointwise(f"{p}.act", "elementwise", n, flops_per=ACTIVATION_FLOPS_PER_ELEMENT))
+    return ops
+
+
+def _squeeze_excite(p: str, c: int, squeeze: int, hw: int) -> list[Op]:
+    """Squeeze-and-excitation on c channels: global average pool, two 1x1 convolutions on the pooled vector
+    (c -> squeeze -> c, a SiLU between, a sigmoid after), then each channel scaled by its gate."""
+    fc1, _ = _conv(f"{p}.se.fc1", c, squeeze, 1, 1, 1)
+    fc2, _ = _conv(f"{p}.se.fc2", squeeze, c, 1, 1, 1)
+    n = c * hw * hw
+    return [
+        _pointwise(f"{p}.se.pool", "elementwise", c, n_in=hw * hw),
+        fc1,
+        _pointwise(f"{p}.se.act", "elementwise", squeeze, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+        fc2,
+        _pointwise(f"{p}.se.gate", "elementwise", c, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+        Op(f"{p}.se.scale", "elementwise", n, n + c, n, 0.0, n, 1),
+    ]
+
+
+def _efficientnet(w: dict) -> list[Op]:
+    """EfficientNet (Tan & Le 2019): a 3x3 stem, stages of MBConv blocks (1x1 expansion, k x k depthwise
+    convolution, squeeze-and-excitation, 1x1 projection; a residual where shape allows), a 1x1 head
+    convolution, pooling and the classifier. Widths scale by width_mult (rounded to 8), block counts by
+    depth_mult (rounded up), as the reference implementation does."""
+    wm, dm = w.get("width_mult", 1.0), w.get("depth_mult", 1.0)
+    se_ratio = w.get("se_ratio", 0.25)
+    hw = w.get("image_px", DEFAULT_IMAGE_PX)
+    cin = _round_channels(w["stem"], wm)
+    op, hw = _conv("stem.conv", 3, cin, 3, 2, hw)
+    ops = [op, *_bn_act("stem", cin, hw)]
+    for i, (expand, k, stride, channels, layers) in enumerate(w["stages"]):
+        cout = _round_channels(channels, wm)
+        for b in range(math.ceil(layers * dm)):
+            p, s = f"stage{i + 1}.{b}", stride if b == 0 else 1
+            mid, hw_in = cin * expand, hw
+            if expand != 1:
+                op, _ = _conv(f"{p}.expand", cin, mid, 1, 1, hw)
+                ops += [op, *_bn_act(f"{p}.expand", mid, hw)]
+            op, hw = _conv(f"{p}.dwconv", mid, mid, k, s, hw, groups=mid)
+            ops += [op, *_bn_act(f"{p}.dwconv", mid, hw)]
+            if se_ratio:
+                ops += _squeeze_excite(p, mid, max(1, int(cin * se_ratio)), hw)
+            op, _ = _conv(f"{p}.project", mid, cout, 1, 1, hw)
+            ops += [op, *_bn_act(f"{p}.project", cout, hw, act=False)]
+            if s == 1 and cin == cout and hw == hw_in:
+                ops.append(_pointwise(f"{p}.add", "elementwise", cout * hw * hw, n_in=2))
+            cin = cout
+    head = _round_channels(w["head"], wm)
+    op, _ = _conv("head.conv", cin, head, 1, 1, hw)
+    ops += [op, *_bn_act("head", head, hw), _pointwise("avgpool", "elementwise", head, n_in=hw * hw)]
+    ops.append(_linear("fc", 1, head, w["num_classes"]))
+    return ops
+
+
+def _convnext(w: dict) -> list[Op]:
+    """ConvNeXt (Liu et al. 2022): a patchify stem (conv patch x patch, stride patch; layer norm), stages of
+    blocks (7x7 depthwise convolution, layer norm, linear dim -> 4 dim, GELU, linear 4 dim -> dim, layer
+    scale, residual), a layer norm and a 2x2 stride-2 convolution between stages, then pooling, a layer
+    norm and the classifier."""
+    hw, k = w.get("image_px", DEFAULT_IMAGE_PX), w.get("kernel", 7)
+    dims, ratio = w["dims"], w.get("mlp_ratio", 4)
+    op, hw = _conv("stem.conv", 3, dims[0], w["patch"], w["patch"], hw)
+    ops = [op, _pointwise("stem.ln", "norm", dims[0] * hw * hw, flops_per=NORM_FLOPS_PER_ELEMENT)]
+    for i, (depth, c) in enumerate(zip(w["depths"], dims)):
+        if i > 0:
+            p = f"downsample{i}"
+            ops.append(_pointwise(f"{p}.ln", "norm", dims[i - 1] * hw * hw, flops_per=NORM_FLOPS_PER_ELEMENT))
+            op, hw = _conv(f"{p}.conv", dims[i - 1], c, 2, 2, hw)
+            ops.append(op)
+        n, t = c * hw * hw, hw * hw
+        for b in range(depth):
+            p = f"stage{i + 1}.{b}"
+            op, _ = _conv(f"{p}.dwconv", c, c, k, 1, hw, groups=c)
+            ops += [
+                op,
+                _pointwise(f"{p}.ln", "norm", n, flops_per=NORM_FLOPS_PER_ELEMENT),
+                _linear(f"{p}.pwconv1", t, c, ratio * c),
+                _pointwise(f"{p}.act", "elementwise", ratio * n, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+                _linear(f"{p}.pwconv2", t, ratio * c, c),
+                _pointwise(f"{p}.layer_scale", "elementwise", n),
+                _pointwise(f"{p}.add", "elementwise", n, n_in=2),
+            ]
+    c = dims[-1]
+    ops += [
+        _pointwise("avgpool", "elementwise", c, n_in=hw * hw),
+        _pointwise("head.ln", "norm", c, flops_per=NORM_FLOPS_PER_ELEMENT),
+        _linear("fc", 1, c, w["num_classes"]),
+    ]
     return ops
 
 
@@ -346,6 +456,8 @@ _BUILDERS = {
     "resnet": ["block", "blocks", "num_classes"],
     "transformer": ["layers", "hidden", "heads", "ffn", "vocab"],
     "vit": ["patch", "image_px", "layers", "hidden", "heads", "ffn", "num_classes"],
+    "efficientnet": ["stem", "stages", "head", "num_classes"],
+    "convnext": ["patch", "depths", "dims", "num_classes"],
     "mlp": ["widths"],
     "measured": ["matmul", "other", "params", "device_bytes_per_sample"],
     "ops": ["ops"],  # an operator list as given (an imported graph: jupyter_hwsim.core.importers.onnx)
@@ -403,6 +515,15 @@ _KEYS = {
         "blocks": ("ints", 0, 1024, False),
         "widths": ("ints", 1, 1 << 24, False),
         "block": ("name", 0, 0, False),
+        "stem": ("int", 1, 1 << 16, False),
+        "head": ("int", 1, 1 << 20, False),
+        "width_mult": ("num", 0, 64, True),
+        "depth_mult": ("num", 0, 64, True),
+        "se_ratio": ("num", 0, 1, False),
+        "depths": ("ints", 0, 1024, False),
+        "dims": ("ints", 1, 1 << 20, False),
+        "kernel": ("int", 1, 65536, False),
+        "mlp_ratio": ("int", 1, 64, False),
     },
 }
 _BUILDERS_GPU = ("memory_gb", "memory_bandwidth_gbs", "peak_tflops", "parallel_units", "compute_efficiency",
@@ -502,6 +623,10 @@ def _check_workload(w: dict) -> None:
         raise HwsimError("workload.block", w["block"], "basic or bottleneck")
     if arch == "resnet" and len(w["blocks"]) > 8:
         raise HwsimError("workload.blocks", w["blocks"], "at most 8 stages (each doubles the width)")
+    if arch == "efficientnet":
+        _check_stages(w["stages"])
+    if arch == "convnext" and len(w["depths"]) != len(w["dims"]):
+        raise HwsimError("workload.dims", w["dims"], f"one width per stage ({len(w['depths'])} depths)")
     if arch == "mlp" and len(w["widths"]) < 2:
         raise HwsimError("workload.widths", w["widths"], "at least two widths (input and output)")
     if arch == "measured":
@@ -514,6 +639,20 @@ def _check_workload(w: dict) -> None:
                     raise HwsimError(f"workload.{part}.{key}", v, "a number >= 0")
     if arch == "ops":
         _check_ops(w["ops"])
+
+
+_STAGE_FIELDS = ("expand", "kernel", "stride", "channels", "layers")
+
+
+def _check_stages(stages) -> None:
+    """An EfficientNet stage table: a non-empty list of [expand, kernel, stride, channels, layers] integers."""
+    if not isinstance(stages, (list, tuple)) or not stages:
+        raise HwsimError("workload.stages", stages, "a non-empty list of [" + ", ".join(_STAGE_FIELDS) + "]")
+    for i, row in enumerate(stages):
+        if not isinstance(row, (list, tuple)) or len(row) != len(_STAGE_FIELDS):
+            raise HwsimError(f"workload.stages[{i}]", row, "[" + ", ".join(_STAGE_FIELDS) + "]")
+        for field, v in zip(_STAGE_FIELDS, row):
+            _check_key(f"workload.stages[{i}].{field}", v, ("int", 0 if field == "layers" else 1, 65536, False))
 
 
 _OP_CLASSES = ("matmul", "elementwise", "norm", "batchnorm", "softmax")
@@ -574,6 +713,10 @@ def _build(w: dict, seq: int) -> list[Op]:
         return _transformer(w, seq)
     if arch == "vit":
         return _vit(w)
+    if arch == "efficientnet":
+        return _efficientnet(w)
+    if arch == "convnext":
+        return _convnext(w)
     if arch == "measured":
         return _measured(w)
     if arch == "ops":
@@ -594,7 +737,7 @@ def device_bytes_per_sample(w: dict, seq: int) -> float:
     """Bytes of one preprocessed sample copied to the device (fp32 images, int64 tokens)."""
     if "device_bytes_per_sample" in w:
         return float(w["device_bytes_per_sample"])
-    if w["arch"] in ("resnet", "vit"):
+    if w["arch"] in IMAGE_ARCHS:
         return IMAGE_CHANNELS * w.get("image_px", DEFAULT_IMAGE_PX) ** 2 * FP32_BYTES
     if w["arch"] == "mlp":
         return w["widths"][0] * FP32_BYTES

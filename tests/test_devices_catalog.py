@@ -1,0 +1,45 @@
+"""The device catalogue: every key of every device has a source, names are unambiguous, units are sane."""
+
+from jupyter_hwsim import catalog
+from jupyter_hwsim.core import reference, workloads
+
+UNSOURCED = {"name", "aliases", "id", "sources"}  # text, not figures
+
+
+def test_every_key_of_every_device_has_a_source():
+    """Not only the keys the model needs (test_catalog.py): power, price, host link and fallbacks too."""
+    for eid, entry in catalog.gpus().items():
+        sources = entry.get("sources", {})
+        for key in entry:
+            if key not in UNSOURCED:
+                assert sources.get(key), f"gpus.{eid}.{key} has no source"
+
+
+def test_device_references_resolve():
+    for eid, entry in catalog.gpus().items():
+        for text in entry.get("sources", {}).values():
+            for ref, hits in reference.resolve(text):
+                assert hits, f"{eid}: unknown reference {ref}"
+
+
+def test_device_entries_pass_the_custom_entry_check():
+    """A built-in entry is held to the schema a user's own entry is checked against."""
+    for entry in catalog.gpus().values():
+        workloads.check_custom("gpus", dict(entry))
+
+
+def test_aliases_name_one_device():
+    seen: dict[str, str] = {}
+    for eid, entry in catalog.gpus().items():
+        for name in {catalog._norm(n) for n in [eid, *entry.get("aliases", [])]}:
+            assert seen.setdefault(name, eid) == eid, f"{name} names both {seen[name]} and {eid}"
+
+
+def test_power_and_links_are_consistent():
+    links = catalog.links()
+    for eid, entry in catalog.gpus().items():
+        if "tdp_w" in entry:
+            assert 0 < entry["idle_w"] < entry["tdp_w"], eid
+        assert isinstance(entry.get("host_link", "pcie4"), dict) or entry.get("host_link", "pcie4") in links, eid
+        for p in entry.get("fallbacks", {}).values():
+            assert p in entry["peak_tflops"] or p in catalog.precisions(), (eid, p)

@@ -76,3 +76,39 @@ def test_a_user_catalogue_folder_is_read_and_listed(tmp_path):
     (tmp_path / "devices.toml").write_text("[broken]\nmemory_gb = -1\n")
     out = subprocess.run([*run, "estimate"], capture_output=True, text=True, env=env)
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_the_packaged_model_configs_are_catalogue_workloads():
+    """data/models' config files are offered by name like the TOML workloads, and are the same model as the
+    file imported directly (the validation table's "hf:" path)."""
+    from jupyter_hwsim.core.importers import load
+    from jupyter_hwsim.core.workloads import operators
+
+    w = catalog.get("workloads", "mixtral-8x7b")
+    assert w["name"] == "Mixtral-8x7B-v0.1" and "data/models/mixtral-8x7b.json" in w["sources"]["config"]
+    direct = load("hf:jupyter_hwsim/data/models/mixtral-8x7b.json")
+    assert operators("mixtral-8x7b", 128) == operators(direct, 128)
+    a = estimate(Scenario(kind="llm", workload="mixtral-8x7b", gpu="h200"), suggest=False)
+    b = estimate(Scenario(kind="llm", workload="hf:jupyter_hwsim/data/models/mixtral-8x7b.json", gpu="h200"),
+                 suggest=False)  # fmt: skip
+    assert a.throughput == b.throughput > 0
+    assert "resnet50" in catalog.names("workloads")  # the TOML ones are still there
+    assert "gpt-j-6b" not in catalog.names("workloads")  # a model type the importer does not read stays a file
+
+
+def test_model_files_in_the_user_folder_are_workloads(tmp_path):
+    import json
+
+    (tmp_path / "models").mkdir()
+    cfg = json.loads(open("jupyter_hwsim/data/models/llama-3.2-3b.json").read())
+    (tmp_path / "models" / "My_Llama.json").write_text(json.dumps({**cfg, "num_hidden_layers": 14}))
+    env = {**os.environ, catalog.USER_FOLDER_ENV: str(tmp_path)}
+    run = [sys.executable, "-m", "jupyter_hwsim"]
+    out = subprocess.run([*run, "catalog", "workloads"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and "my-llama" in out.stdout, out.stderr
+    out = subprocess.run([*run, "estimate", "workload=my-llama", "kind=llm", "--json"], capture_output=True,
+                         text=True, env=env)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    mine = json.loads(out.stdout)["throughput"]
+    full = estimate(Scenario(kind="llm", workload="llama-3.2-3b"), suggest=False).throughput
+    assert mine > full  # 14 of its 28 layers: fewer weights to read per token

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import json
+import re
 import tomllib
 from importlib import resources
 
@@ -44,9 +46,34 @@ def _load(section: str) -> dict:
                     entry.setdefault("sources", {})[key] = dsrc[key]
     for key, entry in data.items():
         entry["id"] = key
+    if section == "workloads":
+        data = {**_packaged_models(), **data}  # a TOML entry wins over a config file of the same name
     from .scenario import own  # entries are read-only: a caller's change cannot alter the catalogue
 
     return {key: own(entry, f"{section}.{key}") for key, entry in data.items()}
+
+
+def _packaged_models() -> dict:
+    """The Hugging Face config.json files shipped in data/models (the validation table's language models), as
+    workloads named by their file: llama-3.1-8b, mixtral-8x7b, qwen2.5-7b, ... offered wherever the built-in
+    ones are. A file the importer does not read (a model type it does not know) is left out."""
+    from .importers.hf import from_hf_config
+
+    out = {}
+    folder = resources.files("jupyter_hwsim").joinpath("data").joinpath("models")
+    for f in sorted(folder.iterdir(), key=lambda f: f.name):
+        if not f.name.endswith(".json"):
+            continue
+        cfg = json.loads(f.read_text(encoding="utf-8"))
+        repo = re.search(r"huggingface\.co/[^/\s]+/([^/\s]+)", str(cfg.get("_source", "")))
+        try:
+            w = from_hf_config(cfg, name=repo.group(1) if repo else None, source=f"data/models/{f.name}")
+        except HwsimError:
+            continue
+        key = f.name.removesuffix(".json")
+        w["sources"]["config"] = f"data/models/{f.name} ({cfg.get('_source', 'no source recorded')})"
+        out[key] = {**w, "id": key}
+    return out
 
 
 # entries added at run time: catalog.add(), or the TOML files of the folder named by USER_FOLDER_ENV
@@ -188,3 +215,20 @@ def _read_user_folder() -> None:
             raise HwsimError(str(path), path.name, f"a readable TOML file ({e})") from None
         for key, entry in tables.items():
             add(section, entry, id=key, origin=str(path))
+    _read_user_models(Path(folder) / "models")
+
+
+def _read_user_models(folder) -> None:
+    """Model files of the user folder's models/ subfolder (a Hugging Face config.json or an ONNX model each),
+    imported and added as workloads named by their file: what a user drops there, every surface offers."""
+    from .importers import load
+
+    if not folder.is_dir():
+        return
+    for path in sorted(folder.iterdir()):
+        prefix = {".json": "hf", ".onnx": "onnx"}.get(path.suffix.lower())
+        if prefix is None:
+            continue
+        w = dict(load(f"{prefix}:{path}"))
+        w.pop("id", None)
+        add("workloads", w, id=_norm(path.stem), origin=str(path))

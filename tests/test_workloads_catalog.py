@@ -246,3 +246,29 @@ def test_llama3_70b_is_the_llama33_config():
         128256,
     )
     assert not list(MODELS.glob("llama-3-70b*.json"))
+
+
+def test_depthwise_convolutions_run_on_the_vector_units():
+    """A depthwise convolution (one input channel per group) has no tensor-core form: the built-in builders and
+    both importers flag it, the dense convolutions beside it are not flagged, and flagging it slows the model."""
+    import dataclasses
+
+    import torch
+
+    from jupyter_hwsim import from_torch
+
+    ops = workloads.operators("convnext-t")
+    dw = [op for op in ops if op.vector]
+    assert len(dw) == 18 and all(op.conv and "dw" in op.name for op in dw)  # its 3+3+9+3 blocks' 7x7 convolutions
+    assert not any(op.vector for op in workloads.operators("resnet50"))
+    net = torch.nn.Sequential(torch.nn.Conv2d(32, 32, 3, padding=1, groups=32), torch.nn.Conv2d(32, 64, 1),
+                              torch.nn.Conv2d(64, 64, 3, padding=1, groups=4))  # fmt: skip
+    traced = [op for op in from_torch(net, torch.zeros(1, 32, 16, 16))["ops"] if op["cls"] == "matmul"]
+    assert [op["vector"] for op in traced] == [True, False, False]  # 16 channels per group still fill tensor cores
+    base = {k: v for k, v in catalog.get("workloads", "convnext-t").items() if k not in ("id", "aliases", "sources")}
+    flagged = {**base, "arch": "ops", "ops": [dataclasses.asdict(op) for op in ops]}
+    unflagged = {**flagged, "ops": [{**dataclasses.asdict(op), "vector": False} for op in ops]}
+    run = {"kind": "inference", "gpu": "a100", "precision": "bf16", "engine": "tensorrt", "batch_size": 64}
+    slow = estimate(Scenario(workload=flagged, **run), suggest=False).details["step_ms"]
+    fast = estimate(Scenario(workload=unflagged, **run), suggest=False).details["step_ms"]
+    assert slow > 1.1 * fast  # 2% of the FLOPs, at a tenth of the rate

@@ -261,7 +261,7 @@ def roofline(
     flops = op.flops * b * scale
     act = 0.0 if fused else (op.act_in + op.act_out) * b * ab * scale
     nbytes = act + op.params * wb * scale
-    if op.cls == MATMUL and op.groups == 1 and op.rows * b < GEMV_ROWS:
+    if op.cls == MATMUL and (op.vector or (op.groups == 1 and op.rows * b < GEMV_ROWS)):
         return flops, nbytes, flops / r.vector, nbytes / r.bw
     occ = sm_occupancy(op, b, r.units, r.tile) if occupancy else 1.0
     return flops, nbytes, flops / ((r.matmul if op.cls == MATMUL else r.vector) * occ), nbytes / r.bw

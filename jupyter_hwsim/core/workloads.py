@@ -44,6 +44,18 @@ class Op:
     groups: int = 1
     kernels: int = 1
     conv: bool = False  # a convolution: its layout matters to tensor cores (costs.nchw_transposes)
+    vector: bool = False  # no tensor-core form (a depthwise convolution): runs at the vector units' rate
+
+
+# Tensor cores take a convolution whose every group reduces over at least 8 input channels (fp16; NVIDIA, "Tensor
+# Core DL Performance Guide", GTC 2019 s9926: channels in multiples of 8); a depthwise or narrow grouped one
+# (EfficientNet's, ConvNeXt's) runs on the CUDA cores instead.
+TENSOR_CORE_MIN_CHANNELS = 8
+
+
+def grouped_vector(groups: int, channels_per_group: int) -> bool:
+    """True when a grouped convolution has no tensor-core form (see TENSOR_CORE_MIN_CHANNELS)."""
+    return groups > 1 and channels_per_group < TENSOR_CORE_MIN_CHANNELS
 
 
 def _conv(name, cin, cout, k, stride, hw_in, groups=1):
@@ -63,6 +75,7 @@ def _conv(name, cin, cout, k, stride, hw_in, groups=1):
         m,
         cout,
         conv=True,
+        vector=grouped_vector(groups, per_group),
     ), hw
 
 
@@ -672,9 +685,9 @@ def _check_ops(ops) -> None:
             raise HwsimError(f"workload.ops[{i}].cls", op["cls"], "one of " + ", ".join(_OP_CLASSES))
         for key in names:
             v = op.get(key)
-            if key == "conv":
+            if key in ("conv", "vector"):
                 if v is not None and not isinstance(v, bool):
-                    raise HwsimError(f"workload.ops[{i}].conv", v, "true or false")
+                    raise HwsimError(f"workload.ops[{i}].{key}", v, "true or false")
             elif (
                 key not in ("name", "cls")
                 and v is not None

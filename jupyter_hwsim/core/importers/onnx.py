@@ -15,7 +15,7 @@ from dataclasses import asdict, astuple
 from pathlib import Path
 
 from ..errors import HwsimError
-from ..workloads import Op
+from ..workloads import Op, grouped_vector
 
 _MATMUL = {"MatMul", "Gemm", "FusedMatMul", "MatMulInteger", "QLinearMatMul", "MatMulNBits"}
 _CONV = {"Conv", "ConvInteger", "QLinearConv", "FusedConv", "NhwcConv"}
@@ -238,7 +238,9 @@ class _Graph:
             w = self.shape.get(ins[3] if t == "QLinearConv" else ins[1]) or [ys[1], 1]
             k = math.prod(w[1:])
             rows = math.prod(ys[2:]) if len(ys) > 2 else 1
-            return Op(name, "matmul", 2.0 * out_n * k, act_in, out_n, self.params(ins), rows, ys[1], conv=True)
+            vector = grouped_vector(_attr(node, "group", 1), w[1])
+            return Op(name, "matmul", 2.0 * out_n * k, act_in, out_n, self.params(ins), rows, ys[1], conv=True,
+                      vector=vector)  # fmt: skip
         if t == "ConvTranspose":
             w, xs = self.shape.get(ins[1]), self.shape.get(ins[0])
             k = math.prod(w[1:]) * _attr(node, "group", 1) if w else 1

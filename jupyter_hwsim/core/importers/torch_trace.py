@@ -21,7 +21,7 @@ import math
 from dataclasses import asdict
 
 from ..errors import HwsimError
-from ..workloads import Op
+from ..workloads import Op, grouped_vector
 
 _ACCEPTED_INPUT = "a tensor, a shape tuple of positive ints, or a tuple/list (positional) or dict (keywords) of tensors"
 
@@ -33,6 +33,18 @@ _CONV = {
     "mkldnn_convolution", "slow_conv3d_forward", "slow_conv_transpose2d", "slow_conv_transpose3d",
     "_nnpack_spatial_convolution", "slow_conv_dilated2d", "slow_conv_dilated3d",
 }  # fmt: skip
+
+
+def _vector_conv(op: str, args) -> bool:
+    """A forward convolution whose groups each reduce over too few input channels for tensor cores (depthwise):
+    its weight is (out, in / groups, *kernel), so groups = in / weight.shape[1]."""
+    x, w = args[0], args[1]
+    transposed = "transpose" in op or (op in ("convolution", "_convolution") and len(args) > 6 and bool(args[6]))
+    if transposed or x.dim() < 2 or w.dim() < 2 or not w.shape[1] or x.shape[1] % w.shape[1]:
+        return False
+    return grouped_vector(x.shape[1] // w.shape[1], w.shape[1])
+
+
 _ATTENTION = {
     "scaled_dot_product_attention", "_scaled_dot_product_attention_math", "_scaled_dot_product_flash_attention",
     "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_efficient_attention",
@@ -382,7 +394,9 @@ class _Tracer:
                 flops = 2.0 * out_n * math.prod(w.shape[1:])
             rows = math.prod(y.shape[2:]) if y.dim() > 2 else 1
             cols = y.shape[1] if y.dim() > 1 else 1
-            self.ops.append(Op(label, "matmul", flops, act_in, out_n, params, rows, cols, conv=True))
+            self.ops.append(
+                Op(label, "matmul", flops, act_in, out_n, params, rows, cols, conv=True, vector=_vector_conv(op, args))
+            )
         elif op in _ATTENTION:
             q, k, v = ins[0], ins[1], ins[2]
             s, t = q.shape[-2], k.shape[-2]

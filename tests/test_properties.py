@@ -38,7 +38,11 @@ def test_operational_laws(s, seed):
     x = r.throughput / m.batch  # batches/s
     # utilization law U = X * S, with S the mean (jittered) service time: lognormal mean 1
     tol = 0.05 if s.jitter_cv == 0 else 0.25  # short windows see loader bursts at their edges
-    assert r.utilization["storage"] == _approx(x * d.storage_s, tol)
+    # the loader may read ahead into its queue during the window: up to workers x prefetch_factor batches more
+    ahead = s.loader_workers * s.prefetch_factor / max(r.sim["simulated_s"] - r.sim["warmup_s"], 1e-9)
+    assert (
+        x * d.storage_s * (1 - tol) - 0.01 <= r.utilization["storage"] <= (x + ahead) * d.storage_s * (1 + tol) + 0.01
+    )
     assert r.utilization["host_link"] == _approx(x * d.copy_s, tol)
     assert r.utilization["gpu_busy"] == _approx(x * (d.step.compute_s + d.step.memory_s), tol)
     # throughput never above a stage's capacity

@@ -160,7 +160,7 @@ def _close_pair(knob: str, values, behind: str):
 @pytest.mark.parametrize(
     "knob,values,named,behind,relief",
     [
-        ("loader_workers", range(8, 17), "memory_bw", "the data loader", dict(gpu="h100")),
+        ("cpu_speed", [x / 50 for x in range(40, 100)], "memory_bw", "the data loader", dict(gpu="h100")),
         ("preprocess_ms_per_sample", [x / 10 for x in range(20, 60)], "cpu", "the GPU step",
          dict(loader_workers=16, cpu_cores=32)),
     ],

@@ -76,6 +76,16 @@ def _packaged_models() -> dict:
     return out
 
 
+@functools.cache
+def defaults(section: str) -> dict:
+    """A section's [defaults] table: what an entry that does not say takes (a custom one too, for its optional
+    keys)."""
+    with resources.files("jupyter_hwsim").joinpath("data").joinpath(_FILES[section]).open("rb") as f:
+        d = tomllib.load(f).get("defaults", {})
+    d.pop("sources", None)
+    return d
+
+
 # entries added at run time: catalog.add(), or the TOML files of the folder named by USER_FOLDER_ENV
 _ADDED: dict[str, dict] = {section: {} for section in _FILES}
 USER_FOLDER_ENV = "JUPYTER_HWSIM_CATALOG"

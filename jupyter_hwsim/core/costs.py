@@ -239,6 +239,7 @@ class Rates:
     launch_s: float  # device-side gap per kernel
     units: int
     tile: int
+    matmul_fixed_s: float = 0.0  # a matmul kernel's fixed time inside it (prologue, pipeline fill, epilogue)
 
 
 def rates(m: Machine) -> Rates:
@@ -251,7 +252,18 @@ def rates(m: Machine) -> Rates:
         dev["launch_overhead_us"] * 1e-6,
         dev["parallel_units"],
         dev["tile"],
+        dev.get("matmul_latency_us", catalog.defaults("gpus")["matmul_latency_us"]) * 1e-6,
     )
+
+
+def with_fixed_time(op, r: Rates, kernels: int, t_c: float, t_m: float) -> tuple[float, float]:
+    """(t_c, t_m) with a matmul's fixed time per kernel added to the roof that binds it: however small, a GEMM
+    kernel pays its prologue, pipeline fill and epilogue (devices.toml matmul_latency_us, from a measured GEMM
+    table), which is what keeps small matmuls far from both roofs."""
+    if op.cls != MATMUL or not kernels:
+        return t_c, t_m
+    fixed = kernels * r.matmul_fixed_s
+    return (t_c + fixed, t_m) if t_c >= t_m else (t_c, t_m + fixed)
 
 
 def roofline(
@@ -327,8 +339,10 @@ def _build_step_cost(m: Machine) -> StepCost:
                 nbytes += extra
                 t_m += extra / r.bw
                 c.launch_dev_s += 2 * r.launch_s  # two transpose kernels, issued inside the library call
-            t = max(t_c, t_m)
             kernels = 0 if is_fused else op.kernels * (n_mm if op.cls == MATMUL else 1)
+            if not measured:  # a recorded step's kernel times hold their fixed time already
+                t_c, t_m = with_fixed_time(op, r, kernels, t_c, t_m)
+            t = max(t_c, t_m)
             if t_c >= t_m:
                 c.compute_s += t
             else:

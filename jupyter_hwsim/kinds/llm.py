@@ -103,7 +103,9 @@ class DecodeCost:
             f, nb, t_c, t_m = costs.roofline(op, b, self.r, self.wb, self.ab, op.cls in fused)
             if op.params:
                 t_m /= eff
-            out[name] = ((f, nb, t_c, t_m, 0 if op.cls in fused else 1), n, op)
+            kernels = 0 if op.cls in fused else 1
+            t_c, t_m = costs.with_fixed_time(op, self.r, kernels, t_c, t_m)
+            out[name] = ((f, nb, t_c, t_m, kernels), n, op)
         return out
 
     def steps(self, b: int, ctx) -> dict:

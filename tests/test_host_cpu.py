@@ -140,3 +140,28 @@ def test_every_cited_reference_resolves_to_a_url():
                 for ref, hits in reference.resolve(src):
                     assert hits, f"{section}.{eid}: unknown reference {ref}"
                     assert all(reference.row_urls(r) for r in hits), f"{eid}: {ref} has no URL"
+
+
+def test_a_decoder_entry_is_a_decoder_and_its_transform_chain():
+    """-decode entries decode only, plain entries add the training chain, -eval the costlier evaluation chain
+    (Resize 256 of the whole image); the decode cost is the same in all three."""
+    cost = {d: costs.resolve(Scenario(**CPU_BOUND, decoder=d)).preprocess_ms for d in catalog.decoders()}
+    assert cost["pillow-decode"] < cost["pillow"] < cost["pillow-eval"]
+    assert cost["opencv-decode"] < cost["opencv"] and cost["dali-cpu"] < cost["dali-cpu-eval"]
+    assert cost["pillow-decode"] == pytest.approx(0.1875 * 1e3 / catalog.get("decoders", "pillow")["decode_mpix_per_s"])
+    # OpenCV (libjpeg-turbo) decodes faster than Pillow; Pillow-SIMD only resizes faster
+    assert cost["opencv-decode"] < cost["pillow-decode"] and cost["pillow-simd"] < cost["pillow"]
+
+
+def test_the_loader_rows_of_the_validation_map_their_host_and_chain():
+    """pytorch-cls measures the evaluation loader; its rows labelled dali_gpu decode on the CPU (the repo builds
+    its validation pipeline with dali_cpu=True); its allotted CPUs are hardware threads of the host."""
+    from jupyter_hwsim.validation import cases
+
+    rows = {r["case_id"]: r for r in cases.published_rows() if r["category"] == "dataloading"}
+    torch_row, gpu_label = cases.case(rows["V-pytorch-cls-dataload-test-04"]), rows["V-pytorch-cls-dataload-test-16"]
+    assert torch_row["fields"]["decoder"] == "pillow-eval"
+    assert torch_row["fields"]["cpu_speed"] == pytest.approx((1 + 0.19) / 2)
+    assert "dali_gpu" in gpu_label["engine"] and cases.case(gpu_label)["fields"]["decoder"] == "dali-cpu-eval"
+    gcp = cases.case(rows["V-imread-benchmark-gcp-01"])  # EPYC 9B14, Pillow, 0 workers
+    assert gcp["fields"]["decoder"] == "pillow-decode" and gcp["fields"]["loader_workers"] == 0

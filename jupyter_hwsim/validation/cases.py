@@ -122,6 +122,7 @@ HARDWARE = [
     (r"^Apple M3 Ultra", "m3-ultra", "M3 Ultra GPU core count not stated: the 80-core chip (both have 819 GB/s)"),
     (r"^Apple M4 \(Mac mini, 10-core", "m4", "the base M4's 10-core GPU"),
     (r"^Intel Xeon E5-2698 v4", "ideal", "loader measured alone: an accelerator that is never the bottleneck"),
+    (r"^(AMD EPYC 9B\d\d|Intel Xeon Platinum 8581C|Arm Neoverse-[NV]\d) ", "ideal", "loader alone: no accelerator"),
     (r"^MI250X \(one GCD\)", "mi250x", "one GCD: the catalogue device is what one process sees"),
 ]
 
@@ -172,7 +173,7 @@ MODELS = [
     (r"^ResNet-50", "resnet50", ""),
     (r"^ResNet-18", "resnet18", ""),
     (r"^BERT-large", "bert-large", ""),
-    (r"^ImageNet-2012 val JPEG loading", "resnet50", "the ResNet-50 input pipeline (ImageNet JPEGs)"),
+    (r"^ImageNet-2012 (val|train) JPEG loading", "resnet50", "the ResNet-50 input pipeline (ImageNet JPEGs)"),
     (r"^SSD300", None, "SSD300 detector: not in the catalogue, no importer for it"),
     (r"^GNMT", None, "GNMT (LSTM encoder-decoder): not in the catalogue, no importer for it"),
     (r"^RetinaNet", None, "RetinaNet detector: not in the catalogue, no importer for it"),
@@ -242,6 +243,8 @@ ENGINES = [
     (r"^dali \(mixed/gpu", ("dali-gpu", "eager")),
     (r"^dali", ("dali-cpu", "eager")),
     (r"pytorch-dataloader", ("pytorch-dataloader", "eager")),
+    (r"^tensorpack dataflow", ("tensorpack-dataflow", "eager")),
+    (r"^tf\.data", ("tf.data", "eager")),
     (r"tensorrt-llm", ("tensorrt-llm", "tensorrt")),
     (r"^tensorrt", ("tensorrt", "tensorrt")),
     (r"^vllm", ("vllm", "tensorrt")),
@@ -299,11 +302,29 @@ def _labels_tf32() -> frozenset:
     return frozenset(r["source_id"] for r in csv.DictReader(io.StringIO(text)) if "tf32" in r["precision"].lower())
 
 
-NOT_EXPRESSIBLE_ENGINES = {"dali-gpu": "JPEG decoding on the GPU (DALI mixed decoder) is not modelled"}
+NOT_EXPRESSIBLE_ENGINES = {
+    "dali-gpu": "JPEG decoding on the GPU (DALI mixed decoder) is not modelled",
+    "tensorpack-dataflow": "batches serialized through ZMQ to one consumer process: no sourced hand-off cost",
+    "tf.data": "tf.data's decode_and_crop_jpeg and TensorFlow image ops: no decoder of the catalogue",
+}
 # dataloading rows: the host CPU (hardware string -> data/cpus.toml) and the JPEG decoder (engine id ->
 # data/decoders.toml) each row names; torchvision's ImageFolder loads its JPEGs with PIL
-LOADER_CPUS = [(r"Xeon E5-2698 v4", "xeon-e5-2698-v4")]
+LOADER_CPUS = [
+    (r"Xeon E5-2698 v4", "xeon-e5-2698-v4", ""),
+    (r"EPYC 9B14", "epyc-9654", "Google's EPYC 9B14 taken as the EPYC 9654: both 96-core Zen 4 Genoa parts"),
+    (
+        r"Xeon Platinum 8581C",
+        "xeon-8480plus",
+        "the Emerald Rapids 8581C taken as the Sapphire Rapids 8480+: a Raptor Cove core taken as a Golden Cove one "
+        "(as core-i9-13900k), its own clocks not in the reference table",
+    ),
+]
 LOADER_DECODERS = {"dali-cpu": "dali-cpu", "dali-gpu": "dali-gpu", "pytorch-dataloader": "pillow"}
+LOADER_NAMED_DECODER = r"\((pillow|opencv|torchvision) decoder"  # the engine string names the decoder
+LOADER_CHAINS = [(r"evaluation transform", "-eval"), (r"decode only", "-decode")]  # input -> transform chain
+# a loader whose workers return uncollated NumPy arrays pickles every sample through a pipe: the catalogue has no
+# sourced hand-off cost for that (the published throughput flattens from 4 workers), so only 0 workers is expressed
+LOADER_PICKLED = (r"uncollated NumPy arrays", 1)
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -376,6 +397,7 @@ METRICS = [
     (("serving", "itl_median"), "itl_median", {}),
     (("serving", "ttft_median"), "ttft_p50", {}),
     (("dataloading", "time_per_batch_mean"), "time_per_batch", {}),
+    (("dataloading", "images_per_second"), "throughput", {}),
 ]
 METRIC_REASONS = [
     (("serving", "throughput_scheduled"), "MLPerf Server: the highest rate meeting a p99 bound (a search)"),
@@ -492,6 +514,45 @@ def _first(table, text: str):
     return None, None
 
 
+def _loader_fields(row: dict, engine: str) -> dict:
+    """A dataloading row's host CPU, decoder with its transform chain and cores: {"fields", "notes"} or
+    {"reason"}. The CPU is named whole (LOADER_CPUS); the decoder from the engine string, its chain from the input
+    (data/decoders.toml). "C=N CPUs allotted" of an SMT host are N hardware threads: each is taken at
+    (1 + smt_gain) / 2 of a core, its sibling thread busy with the shared host's other work (assumption). "N vCPUs
+    = C cores x 2 threads": C cores plus smt_gain of a core per sibling, as a named CPU counts them."""
+    hw, notes = row["hardware"], []
+    found = next(((c, n) for p, c, n in LOADER_CPUS if re.search(p, hw)), None)
+    if found is None:
+        return {"reason": f"host CPU not in the catalogue ({hw.split(' (')[0]})"}
+    fields: dict = {"cpu": found[0]}
+    notes.append(found[1])
+    named = re.search(LOADER_NAMED_DECODER, row["engine"])
+    base = named[1] if named else LOADER_DECODERS.get(engine)
+    if base:
+        chain = next((s for p, s in LOADER_CHAINS if re.search(p, row["input"])), "")
+        if base + chain not in catalog.decoders():
+            return {"reason": f"decoder {base} with that transform chain ({chain or 'training'}) not in the catalogue"}
+        fields["decoder"] = base + chain
+        notes.append(f"decoder {base + chain} (data/decoders.toml) on the row's host CPU")
+    workers = re.search(r"workers (\d+)", row["settings"])
+    if re.search(LOADER_PICKLED[0], row["settings"]) and workers and int(workers[1]) >= LOADER_PICKLED[1]:
+        return {"reason": "workers return uncollated NumPy arrays, pickled through a pipe: no sourced hand-off cost"}
+    cpu = catalog.get("cpus", found[0])
+    allotted = re.search(r"C=(\d+) CPUs allotted", hw)
+    if allotted and cpu["threads"] > cpu["physical_cores"]:
+        fields["cpu_speed"] = cpu["core_speed"] * (1 + cpu["smt_gain"]) / 2
+        notes.append("each allotted CPU is a hardware thread of the shared host: (1 + smt_gain) / 2 of a core")
+    if re.search(r"preloaded in memory", row["input"]):
+        fields["host_cache_gb"] = 1e4
+        notes.append("JPEG bytes in memory: no storage reads")
+    vcpus = re.search(r"(\d+) vCPUs = (\d+) cores x 2 threads", hw)
+    if vcpus:
+        cores = int(vcpus[2])
+        fields["cpu_cores"] = round(cores + cpu["smt_gain"] * (int(vcpus[1]) - cores))
+        notes.append(f"{vcpus[1]} vCPUs: {cores} cores and their SMT siblings")
+    return {"fields": fields, "notes": notes}
+
+
 def case(row: dict) -> dict:
     """The scenario a published row maps to: {"fields", "measure", "engine", "notes"}, or {"reason"} when the row
     cannot be expressed. `fields` may hold concurrency="fit" with "requests" (resolved when run)."""
@@ -541,10 +602,11 @@ def case(row: dict) -> dict:
         return {"reason": f"engine not mapped ({row['engine']})"}
     engine, fusion = eng[1]
     if cat == "dataloading":
-        fields["cpu"] = next((c for p, c in LOADER_CPUS if re.search(p, row["hardware"])), None)
-        fields["decoder"] = LOADER_DECODERS.get(engine)
-        if fields["decoder"]:
-            notes.append(f"decoder {fields['decoder']} (data/decoders.toml) on the row's host CPU")
+        loader = _loader_fields(row, engine)
+        if "reason" in loader:
+            return loader
+        fields.update(loader["fields"])
+        notes += loader["notes"]
     if engine in NOT_EXPRESSIBLE_ENGINES and not fields.get("decoder"):
         return {"reason": NOT_EXPRESSIBLE_ENGINES[engine]}
     fields["fusion"] = fusion

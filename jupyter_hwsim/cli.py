@@ -9,7 +9,7 @@ import sys
 
 from .api import compare, estimate, simulate, sweep
 from .core import catalog, reference
-from .core.errors import HwsimError
+from .core.errors import HwsimError, show
 from .core.scenario import Scenario
 from .scenario_text import compare_args, fields_help, parse_pairs, split_args
 
@@ -105,6 +105,18 @@ def _sources_text(entries: dict) -> str:
     return "\n".join(lines)
 
 
+def _integer(text: str) -> int:
+    """An option's integer as the key=value pairs, the magic and REST read one: ASCII digits only (int() also takes
+    "٣" and "1_000"); its range is checked where it is used, naming the option."""
+    t = text.strip()
+    if not (t.removeprefix("-").isascii() and t.removeprefix("-").isdigit()) or len(t) > 19:
+        raise argparse.ArgumentTypeError(f"{show(text)} is not an integer of at most 19 ASCII digits")
+    return int(t)
+
+
+_integer.__name__ = "integer"  # what argparse calls it in its one-line error
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors are one line on stderr (exit 2), like every other bad input."""
 
@@ -133,12 +145,12 @@ def main(argv=None) -> int:
         p = sub.add_parser(name, help=text, description=text + ".", epilog=fields, formatter_class=raw)
         p.add_argument("args", nargs="*", help="key=value pairs and/or a scenario .toml/.json file")
         p.add_argument("--json", action="store_true", help="print the result dict (a list for sweep) as JSON")
-        p.add_argument("--seed", type=int, default=0, help="random seed of the simulation (default 0)")
+        p.add_argument("--seed", type=_integer, default=0, help="random seed of the simulation (default 0)")
         if name == "run":
             p.add_argument("--trace", metavar="FILE", help="write the simulated timeline as a Chrome/Perfetto trace")
         if name == "sweep":
-            p.add_argument("--seeds", type=int, default=1, help="runs per point (seed, seed+1, ...)")
-            p.add_argument("--workers", type=int, default=None, help="local worker processes (default: all cores)")
+            p.add_argument("--seeds", type=_integer, default=1, help="runs per point (seed, seed+1, ...)")
+            p.add_argument("--workers", type=_integer, default=None, help="local worker processes (default: all cores)")
             p.add_argument("--dask", metavar="ADDRESS", help="run on the Dask scheduler at ADDRESS")
             p.add_argument("--csv", metavar="FILE", help="write the table (means and 95%% intervals) as CSV")
             p.add_argument(
@@ -158,7 +170,7 @@ def main(argv=None) -> int:
     )
     p.add_argument("args", nargs="*", help="up to two scenario files and key=value changes of the second")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
-    p.add_argument("--seed", type=int, default=0, help="random seed of both simulations (default 0)")
+    p.add_argument("--seed", type=_integer, default=0, help="random seed of both simulations (default 0)")
     p.add_argument("--estimate", action="store_true", help="compare closed-form estimates instead of simulations")
     c = sub.add_parser(
         "catalog",
@@ -177,7 +189,7 @@ def main(argv=None) -> int:
         description=text + ". PATH: a Hugging Face config.json (or its directory) or an .onnx file, or hf:/onnx:.",
     )
     m.add_argument("path", metavar="PATH", help="config.json, a model directory, model.onnx, hf:... or onnx:...")
-    m.add_argument("--seq", type=int, default=None, help="tokens of a language model (default: its context)")
+    m.add_argument("--seq", type=_integer, default=None, help="tokens of a language model (default: its context)")
     m.add_argument("--json", action="store_true", help="print the figures as JSON")
     sub.add_parser("help", help="every scenario field with its unit, default and accepted range")
     try:

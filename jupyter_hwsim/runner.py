@@ -3,12 +3,14 @@ twin, then diagnosis."""
 
 from __future__ import annotations
 
+import math
+import numbers
 import time
 
 import numpy as np
 
 from . import diagnosis, kinds
-from .core import bands, costs, energy, precision
+from .core import bands, costs, energy, precision, workloads
 from .core.errors import HwsimError
 from .core.result import GPU_TIME_KEYS, Result
 from .core.scenario import FIELDS, KIND_TRAITS, Scenario
@@ -16,6 +18,20 @@ from .core.scenario import FIELDS, KIND_TRAITS, Scenario
 # what each kind's throughput counts, and the field that sets its batch (DESIGN section 3)
 UNITS = {k: t.unit for k, t in KIND_TRAITS.items()}
 BATCH_FIELD = {k: t.batch_field for k, t in KIND_TRAITS.items()}
+
+# The work of one call, known before it starts: an evaluation of the model costs about 20 us per operator (a 2-core
+# VM), and a suggestion search evaluates it again for each change it tries (SUGGEST_RUNS at most, about). Operators
+# x evaluations above MAX_OPERATOR_RUNS (about 20 s of it) are refused up front; below it, the search still stops
+# at the call's time budget (checked between two evaluations). The catalogue's largest model has about 1,000
+# operators; a custom or imported one may have up to 200,000.
+MAX_OPERATOR_RUNS = 1_000_000
+SUGGEST_RUNS = 64
+DEFAULT_BUDGET_S = 20.0
+
+
+class _OutOfBudget(Exception):
+    """The suggestion search ran past its call's time budget. Not a HwsimError, which the search takes as one
+    change it cannot make and goes on: this one stops it at once, and _run words it."""
 
 
 def as_scenario(s) -> Scenario:
@@ -35,6 +51,7 @@ def _run(scenario, method: str, seed: int, suggest, budget_s: float, brief: bool
     s = as_scenario(scenario)
     kind = kinds.get(s.kind)
     m = costs.resolve(s)
+    n_ops = _check_work(m, method, suggest) if not brief else 0
     d, mem = kind.prepare(m)
     state, sim, timeline = None, {}, []
     if not mem["oom"]:
@@ -52,7 +69,12 @@ def _run(scenario, method: str, seed: int, suggest, budget_s: float, brief: bool
     if suggest:
         short = s.traits.suggest_steps
 
+        def in_budget():  # every evaluation of the search starts within the call's budget, or the search stops
+            if time.perf_counter() - t0 > budget_s:
+                raise _OutOfBudget
+
         def rerun(c):  # the re-runs share what is left of the budget (at least a tenth of it each)
+            in_budget()
             left = max(0.1 * budget_s, budget_s - (time.perf_counter() - t0))
             c = c.replace(steps=min(c.steps, short)) if method == "simulate" else c
             return _run(c, method, seed, False, left, brief=True)
@@ -62,21 +84,78 @@ def _run(scenario, method: str, seed: int, suggest, budget_s: float, brief: bool
         metric = diagnosis.merit(r, kind.offered(s))[1]
 
         def screen(c):  # combinations are screened by the analytic twin, then verified by `rerun`
+            in_budget()
             return _run(c, "estimate", 0, False, budget_s, brief=True)
 
         allowed = None if suggest is True else tuple(suggest)
-        r.suggestions = diagnosis.suggestions(
-            m,
-            base,
-            r.bottleneck,
-            kind.candidates(m, r.bottleneck, mem),
-            rerun,
-            metric,
-            allowed,
-            screen if method == "simulate" else None,  # an estimate is its own screen
-        )
+        try:
+            r.suggestions = diagnosis.suggestions(
+                m,
+                base,
+                r.bottleneck,
+                kind.candidates(m, r.bottleneck, mem),
+                rerun,
+                metric,
+                allowed,
+                screen if method == "simulate" else None,  # an estimate is its own screen
+            )
+        except _OutOfBudget:
+            raise _budget_error(m, method, budget_s, n_ops) from None
     r.sim["wall_ms"] = (time.perf_counter() - t0) * 1e3
     return r
+
+
+def _workload_name(m) -> str:
+    w = m.s.workload
+    return w if isinstance(w, str) else str(m.workload.get("name") or f"custom {m.workload.get('arch')}")
+
+
+def _check_work(m, method: str, suggest) -> int:
+    """The model's operators; a call whose operators x evaluations cannot fit its budget is refused before any
+    work, with what is too big and what to change. Counted only with suggestions: one evaluation always fits."""
+    if not suggest:
+        return 0
+    n = len(workloads.operators(m.workload, m.seq))  # built once (cached for the catalogue's models)
+    if n * (1 + SUGGEST_RUNS) > MAX_OPERATOR_RUNS:
+        most = MAX_OPERATOR_RUNS // (1 + SUGGEST_RUNS)
+        raise HwsimError(
+            "workload",
+            _workload_name(m),
+            f"a model of at most {most:,} operators for {method} with suggestions (this one has {n:,}, and the "
+            f"search evaluates it up to {SUGGEST_RUNS} more times)",
+            "suggest=False evaluates it once; or a model of fewer layers or operators",
+        )
+    return n
+
+
+def _budget_error(m, method: str, budget_s: float, n_ops: int) -> HwsimError:
+    """The suggestion search stopped at the call's time budget: what was too big, and what to change."""
+    if method == "simulate":
+        return HwsimError(
+            "steps",
+            m.s.steps,
+            f"a simulation whose suggestions fit its {budget_s:g} s budget (each re-runs the scenario)",
+            "lower steps, suggest=False, or a larger budget_s",
+        )
+    return HwsimError(
+        "workload",
+        _workload_name(m),
+        f"an estimate whose suggestions fit its {budget_s:g} s budget (a model of {n_ops:,} operators, evaluated "
+        "again for each change tried)",
+        "suggest=False, a smaller model, or a larger budget_s",
+    )
+
+
+def _budget(budget_s) -> float:
+    if isinstance(budget_s, bool) or not isinstance(budget_s, numbers.Real):
+        raise HwsimError("budget_s", budget_s, "a number of seconds > 0")
+    try:
+        value = float(budget_s)
+    except (OverflowError, ValueError):
+        value = math.nan
+    if not (0 < value < math.inf):
+        raise HwsimError("budget_s", budget_s, "a number of seconds > 0")
+    return value
 
 
 def _overload(kind, m, mem) -> list[str]:
@@ -179,17 +258,19 @@ def _suggest(suggest):
     return tuple(suggest)
 
 
-def estimate(scenario, suggest=True) -> Result:
+def estimate(scenario, suggest=True, budget_s: float = DEFAULT_BUDGET_S) -> Result:
     """Closed-form steady state (bottleneck and utilization laws, queueing formulas); same Result type.
-    suggest: True, False, or the field names the caller can change (only those are suggested)."""
-    return _run(scenario, "estimate", 0, _suggest(suggest), 20.0)
+    suggest: True, False, or the field names the caller can change (only those are suggested). budget_s: the
+    suggestion search stops past it (an error naming the workload); a model too big for it is refused up front."""
+    return _run(scenario, "estimate", 0, _suggest(suggest), _budget(budget_s))
 
 
-def simulate(scenario, seed: int = 0, suggest=True, budget_s: float = 20.0) -> Result:
-    """Discrete-event simulation; the same scenario and seed give the same result. suggest: as estimate()'s."""
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise HwsimError("seed", seed, "a non-negative integer")
-    return _run(scenario, "simulate", int(seed), _suggest(suggest), budget_s)
+def simulate(scenario, seed: int = 0, suggest=True, budget_s: float = DEFAULT_BUDGET_S) -> Result:
+    """Discrete-event simulation; the same scenario and seed give the same result. suggest: as estimate()'s.
+    budget_s: the event loop, and the suggestion search, stop past it (an error naming steps)."""
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**63:
+        raise HwsimError("seed", seed, "a non-negative integer")  # below 2**63, as sweep() and REST take it
+    return _run(scenario, "simulate", int(seed), _suggest(suggest), _budget(budget_s))
 
 
 def best_batch(

@@ -38,7 +38,11 @@ def parse_pairs(pairs: list[str], multi: bool = False) -> dict:
 
 def load_file(path: str) -> dict:
     p = Path(path)
-    if not p.is_file():
+    try:
+        found = p.is_file()
+    except OSError as e:  # a name too long for the file system, and the like
+        raise HwsimError("scenario file", path, f"the path of an existing .toml or .json file ({e.strerror})") from None
+    if not found:
         raise HwsimError("scenario file", path, "an existing .toml or .json file")
     try:
         if p.suffix == ".json":

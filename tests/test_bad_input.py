@@ -280,6 +280,127 @@ def test_the_event_loop_stops_itself_at_its_budget(kind, monkeypatch):
     assert err.value.field == "steps" and "events" in str(err.value)
 
 
+@pytest.mark.parametrize(
+    "fields,field",
+    [
+        ({"gpu": {**GPU, "peak_tflops": []}}, "gpu.peak_tflops"),
+        ({"gpu": {**GPU, "peak_tflops": "300"}}, "gpu.peak_tflops"),
+        ({"gpu": {**GPU, "name": ["a"]}}, "gpu.name"),
+        ({"workload": {**MLP, "name": 5}}, "workload.name"),
+        ({"gpu": {**GPU, "memory_gb": None}}, "gpu.memory_gb"),
+        ({"workload": {**MLP, "widths": [1024, None]}}, "workload.widths[1]"),
+        (
+            {
+                "engine": {
+                    "fusion": "eager",
+                    "fuses": True,
+                    "issue_us": 5.0,
+                    "call_us": 1.0,
+                    "autocast_us": 0.0,
+                    "backward_us": 1.0,
+                    "step_us": 10.0,
+                    "trains": True,
+                }
+            },
+            "engine.fuses",
+        ),
+        (
+            {
+                "workload": {
+                    **MLP,
+                    "arch": "measured",
+                    "matmul": {"flops": 1, "values_in": 1, "values_out": 1, "kernels": 1},
+                    "other": {"flops": 1, "values_in": 1, "values_out": 1, "kernels": 1},
+                    "params": [1],
+                    "device_bytes_per_sample": "x",
+                }
+            },
+            "workload.params",
+        ),
+    ],
+    ids=[
+        "tflops-list",
+        "tflops-text",
+        "gpu-name-list",
+        "workload-name-number",
+        "null",
+        "null-in-list",
+        "fuses-bool",
+        "measured-params-list",
+    ],
+)
+def test_a_wrong_type_inside_a_custom_entry_is_refused(fields, field):
+    """Found by tests/test_generated_bad_input.py: each gave a TypeError or AttributeError (an HTTP 500)."""
+    with pytest.raises(HwsimError) as err:
+        estimate(fields, suggest=False)
+    assert err.value.field == field
+
+
+@pytest.mark.parametrize(
+    "fields,field",
+    [
+        ({"storage_bandwidth_gbs": 5e-324}, "storage_bandwidth_gbs"),
+        ({"kind": "serving", "cpu_speed": 5e-324}, "cpu_speed"),
+        ({"gpu": {**GPU, "compute_efficiency": 2.2250738585e-313}}, "gpu.compute_efficiency"),
+        ({"host_link": {"bandwidth_gbs": 5e-324}}, "host_link.bandwidth_gbs"),
+    ],
+)
+def test_a_number_too_small_to_divide_by_is_refused(fields, field):
+    """Found by tests/test_generated_bad_input.py: a subnormal float is > 0 but 1/x overflows (ZeroDivisionError,
+    or infinity in the result)."""
+    with pytest.raises(HwsimError) as err:
+        estimate(fields, suggest=False)
+    assert err.value.field == field
+
+
+def _wide_mlp(widths: int) -> dict:
+    return {**MLP, "widths": [64] * widths}
+
+
+def test_a_model_too_big_for_its_suggestions_is_refused_before_any_work():
+    """A custom workload of 100,000 layers held estimate() for two minutes (every change the suggestion search tries
+    evaluates every operator again): refused at once, saying what is too big and what to change."""
+    s = Scenario(workload=_wide_mlp(100_000))
+    for run in (estimate, simulate):
+        with pytest.raises(HwsimError) as err:
+            run(s)
+        assert err.value.field == "workload" and _one_line(str(err.value))
+        assert "operators" in str(err.value) and "suggest=False" in str(err.value)
+
+
+def test_the_operator_limit_counts_evaluations(monkeypatch):
+    from jupyter_hwsim import runner
+
+    monkeypatch.setattr(runner, "MAX_OPERATOR_RUNS", 20 * (1 + runner.SUGGEST_RUNS))  # 20 operators with suggestions
+    small, big = Scenario(workload=_wide_mlp(5), steps=20), Scenario(workload=_wide_mlp(20), steps=20)
+    assert estimate(small).suggestions is not None
+    with pytest.raises(HwsimError) as err:
+        estimate(big)
+    assert err.value.field == "workload" and "at most 20 operators" in str(err.value)
+    assert math.isfinite(estimate(big, suggest=False).throughput)  # one evaluation: always within the limit
+    assert math.isfinite(simulate(big, suggest=False).throughput)
+
+
+def test_the_suggestion_search_stops_at_its_budget():
+    """estimate() had no time budget: its suggestion search now checks the call's budget between two evaluations,
+    as simulate()'s does, and stops with an error naming what to change."""
+    with pytest.raises(HwsimError) as err:
+        estimate({"workload": "resnet50"}, budget_s=1e-9)
+    assert err.value.field == "workload" and "budget" in str(err.value) and "suggest=False" in str(err.value)
+    with pytest.raises(HwsimError) as err:
+        simulate({"workload": "resnet50", "steps": 20}, budget_s=1e-9)
+    assert err.value.field == "steps" and "budget" in str(err.value)
+    assert estimate({"workload": "resnet50"}, suggest=False, budget_s=1e-9).throughput > 0  # nothing to stop
+
+
+@pytest.mark.parametrize("budget", [0, -1, NAN, INF, "5", True, 10**400])
+def test_a_bad_budget_is_refused(budget):
+    for run in (estimate, simulate):
+        with pytest.raises(HwsimError) as err:
+            run({"steps": 20}, budget_s=budget)
+        assert err.value.field == "budget_s"
+
+
 # ---- CLI: python -m jupyter_hwsim, in parallel --------------------------------------------------------------
 
 _CLI_FILES = {
@@ -479,6 +600,19 @@ async def test_rest_refuses_a_body_that_is_not_a_shallow_object(in_thread, jp_fe
     resp = await _post(jp_fetch, "estimate", body)
     assert resp.code == 400
     assert json.loads(resp.body.decode())["error"]["field"] == field
+
+
+async def test_rest_refuses_a_model_too_big_for_its_suggestions(in_thread, jp_fetch, monkeypatch):
+    from jupyter_hwsim import runner
+
+    monkeypatch.setattr(runner, "MAX_OPERATOR_RUNS", 20 * (1 + runner.SUGGEST_RUNS))
+    body = {"workload": _wide_mlp(20)}
+    for path in ("estimate", "simulate"):
+        resp = await _post(jp_fetch, path, {**body, "steps": 20}, suggest="1")
+        err = json.loads(resp.body.decode())["error"]
+        assert resp.code == 400 and err["field"] == "workload" and "operators" in err["message"]
+        resp = await _post(jp_fetch, path, {**body, "steps": 20}, suggest="0")
+        assert resp.code == 200
 
 
 @pytest.mark.parametrize("seed", ["²", "٣", "-1", "1e3", "9" * 400])

@@ -283,6 +283,57 @@ async def test_the_same_scenario_again_is_answered_from_the_cache(jp_fetch):
         assert bad.code == 400 and "X-Hwsim-Cache" not in bad.headers
 
 
+def _device(bandwidth_gbs: float) -> dict:
+    return {"name": f"test GPU at {bandwidth_gbs:g} GB/s", "memory_gb": 80, "memory_bandwidth_gbs": bandwidth_gbs,
+            "peak_tflops": {"bf16": 300, "fp16": 300, "fp32": 20}, "parallel_units": 100, "compute_efficiency": 0.8,
+            "memory_efficiency": 0.9, "launch_overhead_us": 1.0, "tile": 128, "workspace_gb": 0.5}  # fmt: skip
+
+
+@pytest.fixture
+def clean_catalog():
+    from jupyter_hwsim import catalog
+
+    read = list(catalog._user_folder_read)
+    yield catalog
+    for section in catalog._ADDED.values():
+        section.clear()
+    catalog._user_folder_read[:] = read
+    catalog._aliases.cache_clear()
+
+
+async def test_the_cache_answers_anew_after_the_catalogue_changes(
+    no_worker_processes, clean_catalog, jp_fetch, tmp_path, monkeypatch
+):
+    """A scenario names its catalogue entries; an entry added again under the same name, or a user catalogue folder
+    named since, changes their figures: the cached answer of the old figures is not given for the new ones."""
+    catalog = clean_catalog
+    body = {"kind": "llm", "workload": "gpt2", "gpu": "cache-gpu", "steps": 20}  # decoding: as fast as the memory
+    catalog.add("gpus", _device(200.0), id="cache-gpu")
+    first = await _post(jp_fetch, "estimate", body)
+    again = await _post(jp_fetch, "estimate", body)
+    assert first.code == 200 and again.headers.get("X-Hwsim-Cache") == "hit"
+    catalog.add("gpus", _device(100.0), id="cache-gpu")  # the same name, half the bandwidth
+    slower = await _post(jp_fetch, "estimate", body)
+    assert slower.code == 200 and "X-Hwsim-Cache" not in slower.headers
+    assert _json(slower)["throughput"] < 0.8 * _json(first)["throughput"]
+    lines = ["[cache-gpu]"] + [f"{k} = {json.dumps(v)}" for k, v in _device(50.0).items() if k != "peak_tflops"]
+    lines += ["[cache-gpu.peak_tflops]", "bf16 = 300", "fp16 = 300", "fp32 = 20"]
+    (tmp_path / "devices.toml").write_text("\n".join(lines) + "\n")
+    monkeypatch.setenv(catalog.USER_FOLDER_ENV, str(tmp_path))  # read by the next request, before its cache lookup
+    slowest = await _post(jp_fetch, "estimate", body)
+    assert slowest.code == 200 and "X-Hwsim-Cache" not in slowest.headers
+    assert _json(slowest)["throughput"] < 0.8 * _json(slower)["throughput"]
+    assert (await _post(jp_fetch, "estimate", body)).headers.get("X-Hwsim-Cache") == "hit"
+    # the caches inside, keyed by names too (step costs, the batch curve of the charts), forget the old figures
+    from jupyter_hwsim.jupyter.charts import curve_points
+
+    s = Scenario.from_dict(body)
+    before = curve_points(s)
+    catalog.add("gpus", _device(100.0), id="cache-gpu")
+    assert estimate(s, suggest=False).throughput == _json(slower)["throughput"]
+    assert curve_points(s) != before
+
+
 def test_the_cache_forgets_the_least_recently_used():
     from jupyter_hwsim.jupyter.server import ResultCache
 

@@ -91,6 +91,15 @@ _ADDED: dict[str, dict] = {section: {} for section in _FILES}
 USER_FOLDER_ENV = "JUPYTER_HWSIM_CATALOG"
 _ADDABLE = ("gpus", "storage", "links", "workloads", "engines", "cpus")
 _user_folder_read: list[str] = []  # the folder already read (it is read once, on first use)
+_changes = [0]  # entries added so far (catalog.add(), a user folder's): see generation()
+
+
+def generation() -> int:
+    """A number that changes whenever the catalogue does: every entry added by add() or from the user folder of
+    $JUPYTER_HWSIM_CATALOG (a folder named since the last call is read now, so a bad one is refused here). A cache
+    of results keys on it, so a changed entry is never answered with a result computed from the old one."""
+    _read_user_folder()
+    return _changes[0]
 
 
 def _entries(section: str) -> dict:
@@ -196,11 +205,28 @@ def add(section: str, entry, id: str | None = None, origin: str = "catalog.add()
         check_cpu(entry)
     else:
         check_custom(section, entry)
+    aliases = entry.get("aliases", [])  # other names of the entry: text, and not the name of another entry
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and _norm(a) for a in aliases):
+        raise HwsimError(f"{_FIELD[section]}.aliases", aliases, "a list of names")
+    for a in aliases:
+        if _aliases(section).get(_norm(a), key) != key:
+            raise HwsimError(f"{_FIELD[section]}.aliases", a, f"a new name: it names {_aliases(section)[_norm(a)]}")
     entry.update(id=key, origin=origin)
     entry.setdefault("name", key)
     _ADDED[section][key] = own(entry, f"{section}.{key}")
     _aliases.cache_clear()
+    _changes[0] += 1
+    _forget_derived()
     return _ADDED[section][key]
+
+
+def _forget_derived() -> None:
+    """What was computed from entries and kept by their names (operator lists, step costs) is dropped: an entry
+    added again under its name has other figures."""
+    from . import costs, workloads
+
+    workloads.forget()
+    costs.forget()
 
 
 def _read_user_folder() -> None:

@@ -449,6 +449,12 @@ def contention(m: Machine) -> tuple[float, float]:
 _SUMS: dict = {}
 
 
+def forget() -> None:
+    """Drop the step costs and operator sums kept by entry names (an entry added again under its name differs)."""
+    _STEP_CACHE.clear()
+    _SUMS.clear()
+
+
 def op_sums(ops: tuple, fused: frozenset = frozenset()) -> dict:
     """Sums over an operator list that every run needs: parameters, tensors that hold some, the largest input plus
     output of one operator, and the activations training saves for backward (fused and in-place elementwise

@@ -10,9 +10,12 @@ class HwsimError(ValueError):
 
     def __init__(self, field: str, value, accepted: str, hint: str = ""):
         self.field, self.value, self.accepted, self.hint = field, value, accepted, hint
-        msg = f"{field}={show(value)} is not accepted: {accepted}"
+        # the field as sent may be any text (an unknown key): quoted when it is empty or not plain printable text
+        name = field if isinstance(field, str) and field.isprintable() and 0 < len(field) <= 80 else show(field)
+        msg = f"{name}={show(value)} is not accepted: {accepted}"
         if hint:
             msg += f" ({hint})"
+        msg = " ".join(msg.splitlines())  # one line, whatever text the accepted words quote
         # args rebuild the error (SimPy re-raises a failed process's error as type(e)(*e.args))
         super().__init__(field, value, accepted, hint)
         self.message = msg

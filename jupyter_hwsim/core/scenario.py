@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +17,7 @@ MODES = ("closed-loop", "offline")  # llm arrivals without a rate (DESIGN 2.3)
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8", "int4")
 FUSIONS = ("eager", "compiled", "tensorrt")  # the older knob: an alias of the engine each names (engines.toml)
 IMPORTED = ("hf:", "onnx:")  # workload="hf:config.json" or "onnx:model.onnx": read by core/importers
+TINY = sys.float_info.min  # the smallest normal float: a number below it (but not 0) overflows whatever it divides
 
 
 @dataclass(frozen=True)
@@ -186,6 +188,8 @@ class Field:
                 raise HwsimError(self.name, value, self.accepted()) from None
             if not math.isfinite(value):
                 raise HwsimError(self.name, value, self.accepted())
+            if 0 < abs(value) < TINY:  # a subnormal: dividing by it overflows
+                raise HwsimError(self.name, value, self.accepted(), f"a number this small is zero: at least {TINY:g}")
         if self.type is int:
             if value != int(value):
                 raise HwsimError(self.name, value, self.accepted())
@@ -426,7 +430,15 @@ MAX_TEXT = 10_000  # characters of one string in it
 class FrozenDict(dict):
     """A dict that refuses changes: a scenario's own copy of a custom catalogue entry."""
 
-    __slots__ = ()
+    __slots__ = ("_hash",)
+    _hash: int
+
+    def __hash__(self) -> int:  # type: ignore[override]  # read-only: a scenario holding one is a cache key too
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash = hash(frozenset(self.items()))
+            return self._hash
 
     def _refuse(self, *args, **kwargs):
         raise TypeError("a scenario's catalogue entry is read-only: make a new scenario with Scenario.replace()")
@@ -461,7 +473,9 @@ def own(value, name: str, depth: int = 0):
         if len(value) > MAX_ITEMS:
             raise HwsimError(name, f"<{len(value)} items>", f"at most {MAX_ITEMS} items")
         return tuple(own(v, f"{name}[{i}]", depth + 1) for i, v in enumerate(value))
-    if value is None or isinstance(value, (bool, Op)):
+    if value is None:  # no key of an entry takes null: leave the key out for its default
+        raise HwsimError(name, value, "a number, text, true/false, a table or a list (leave the key out instead)")
+    if isinstance(value, (bool, Op)):
         return value
     if isinstance(value, str):
         if len(value) > MAX_TEXT:
@@ -472,8 +486,8 @@ def own(value, name: str, depth: int = 0):
             x = int(value) if isinstance(value, numbers.Integral) else float(value)
         except (OverflowError, ValueError):
             x = math.inf
-        if not (0 <= x <= 1e30 and x == x):  # no NaN, no infinity, nothing huge
-            raise HwsimError(name, value, "a finite number >= 0 and <= 1e30")
+        if not (0 <= x <= 1e30 and x == x) or 0 < x < TINY:  # no NaN, no infinity, nothing huge, no subnormal
+            raise HwsimError(name, value, f"a finite number >= 0 and <= 1e30 (and 0 or at least {TINY:g})")
         return x
     raise HwsimError(name, value, "a number, text, true/false, a table or a list")
 
@@ -650,7 +664,7 @@ class Scenario:
         JPEG decoder of an image workload (data/cpus.toml, data/decoders.toml)."""
         if self.cpu is not None:
             if isinstance(self.cpu, dict):
-                object.__setattr__(self, "cpu", own(check_cpu(self.cpu), "cpu"))
+                object.__setattr__(self, "cpu", check_cpu(own(self.cpu, "cpu")))  # own() refuses 10**400 first
             else:
                 object.__setattr__(self, "cpu", catalog.get("cpus", self.cpu)["id"])
             cores, speed = host_defaults(self.cpu)

@@ -508,6 +508,7 @@ _KEYS = {
         "backward_us": ("num", 0, 1e6, False),
         "step_us": ("num", 0, 1e7, False),
         "fusion": ("name", 0, 0, False),
+        "fuses": ("names", 0, 0, False),
     },
     "workloads": {
         "default_batch_size": ("int", 1, 65536, False),
@@ -529,6 +530,8 @@ _KEYS = {
         "blocks": ("ints", 0, 1024, False),
         "widths": ("ints", 1, 1 << 24, False),
         "block": ("name", 0, 0, False),
+        "params": ("num", 0, 1e15, False),  # arch "measured"
+        "device_bytes_per_sample": ("num", 0, 1e12, False),
         "stem": ("int", 1, 1 << 16, False),
         "head": ("int", 1, 1 << 20, False),
         "width_mult": ("num", 0, 64, True),
@@ -557,11 +560,15 @@ def _check_key(name: str, value, spec) -> None:
         if not isinstance(value, str):
             raise HwsimError(name, value, "text")
         return
+    if kind == "names":
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise HwsimError(name, value, "a list of texts")
+        return
     if kind in ("nums", "ints"):
-        many = value.items() if kind == "nums" else enumerate(value) if isinstance(value, (list, tuple)) else None
-        if kind == "nums" and not isinstance(value, dict) or many is None or not value:
+        if not isinstance(value, dict if kind == "nums" else (list, tuple)) or not value:
             what = "a non-empty table of numbers" if kind == "nums" else "a non-empty list of integers"
             raise HwsimError(name, value, what)
+        many = value.items() if isinstance(value, dict) else enumerate(value)
         for k, v in many:
             _check_key(
                 f"{name}.{k}" if kind == "nums" else f"{name}[{k}]",
@@ -597,7 +604,7 @@ def check_custom(section: str, entry: dict) -> None:
             spec = _KEYS[section].get(key)
             what = f"; {_accepts(spec)}" if spec else ""
             raise HwsimError(f"{field}.{key}", None, f"a value for this key in the custom entry{what}")
-    for key, spec in _KEYS[section].items():
+    for key, spec in {"name": ("name", 0, 0, False), **_KEYS[section]}.items():
         if key in entry:
             _check_key(f"{field}.{key}", entry[key], spec)
     if section == "gpus" and "host_link" in entry:  # a link's name or its own entry
@@ -611,8 +618,8 @@ def check_custom(section: str, entry: dict) -> None:
 
 def _accepts(spec) -> str:
     kind, lo, hi, lo_open = spec
-    if kind == "name":
-        return "text"
+    if kind in ("name", "names"):
+        return "text" if kind == "name" else "a list of texts"
     what = {"int": "an integer", "num": "a number", "nums": "a table of numbers", "ints": "a list of integers"}[kind]
     return f"{what} {'>' if lo_open else '>='} {lo:g} and <= {hi:g}"
 
@@ -712,6 +719,12 @@ def default_seq(w: dict) -> int:
     if w["arch"] == "vit":
         return (w["image_px"] // w["patch"]) ** 2 + 1
     return int(w.get("seq_len", 1))
+
+
+def forget() -> None:
+    """Drop the operator lists built from catalogue entries (an entry added again under its name differs)."""
+    for cached in (_ops_cached, _groups_cached, _decode_cached):
+        cached.cache_clear()
 
 
 @functools.lru_cache(maxsize=256)

@@ -530,10 +530,17 @@ def all_charts(r, curve_chart: Chart | None = None, base=None) -> dict[str, Char
     return out
 
 
-@functools.lru_cache(maxsize=64)
 def curve_points(s) -> tuple:
     """Throughput and p99 of the estimate at powers of two of the kind's batch field, up to the first size that
-    does not fit in memory (cached: a pinned baseline's curve is drawn again on every change)."""
+    does not fit in memory (cached: a pinned baseline's curve is drawn again on every change; per catalogue
+    generation, as a scenario names its entries and an entry added again changes their figures)."""
+    from ..core import catalog
+
+    return _curve_points(s, catalog.generation())
+
+
+@functools.lru_cache(maxsize=64)
+def _curve_points(s, generation: int) -> tuple:
     from ..api import estimate
 
     field = s.traits.batch_field

@@ -53,7 +53,7 @@ def _parse(line: str, cell: str | None):
     seed = 0
     if "--seed" in words:
         i = words.index("--seed")
-        if i + 1 >= len(words) or not (words[i + 1].isascii() and words[i + 1].isdigit()):
+        if i + 1 >= len(words) or not (words[i + 1].isascii() and words[i + 1].isdigit() and len(words[i + 1]) < 20):
             raise HwsimError("--seed", words[i + 1] if i + 1 < len(words) else None, "a non-negative integer")
         seed = int(words[i + 1])
         del words[i : i + 2]

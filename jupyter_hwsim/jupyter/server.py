@@ -119,7 +119,7 @@ def compute(method: str, scenario: dict, seed: int, budget_s: float, suggest) ->
         r = (
             simulate(s, seed=seed, budget_s=budget_s, suggest=suggest)
             if method == "simulate"
-            else estimate(s, suggest=suggest)
+            else estimate(s, suggest=suggest, budget_s=budget_s)
         )
         return 200, json.dumps({**r.to_dict(), "charts": charts.panel_specs(s, r)}, allow_nan=False)
     except HwsimError as e:
@@ -151,12 +151,14 @@ class ResultCache:
 
     @staticmethod
     def key(method: str, s: Scenario, seed: int, suggest) -> str:
+        """Also keyed on the catalogue's generation: a scenario names its entries, whose figures an added entry (or
+        a user catalogue folder read since) may have changed."""
         if isinstance(suggest, (set, frozenset)):
             suggest = sorted(suggest)
         elif isinstance(suggest, tuple):
             suggest = list(suggest)
         seed = seed if method != "estimate" else 0  # an estimate does not depend on the seed
-        return json.dumps([method, seed, suggest, s.to_dict()], sort_keys=True, default=str)
+        return json.dumps([method, seed, suggest, s.to_dict(), catalog.generation()], sort_keys=True, default=str)
 
     def get(self, key: str) -> str | None:
         with self.lock:
@@ -182,9 +184,10 @@ def prefill(cache: ResultCache) -> None:
     """The estimate of the default scenario, computed once the server's thread is warm: a sidebar opened on a fresh
     server shows its first numbers without waiting for any computation."""
     try:
+        key = ResultCache.key("estimate", Scenario(), 0, False)  # before computing: the catalogue it was made from
         status, text = compute("estimate", {}, 0, 5.0, False)
         if status == 200:
-            cache.put(ResultCache.key("estimate", Scenario(), 0, False), text)
+            cache.put(key, text)
     except Exception:
         pass
 
@@ -371,6 +374,7 @@ class ComputeHandler(_Base):
                 accepted="a non-negative integer",
             )
         try:
+            catalog.generation()  # a user catalogue folder named since the last request is read (or refused) first
             s = Scenario.from_dict(scenario)  # cheap: refuse a bad scenario before queueing any work
         except HwsimError as e:
             self.set_status(400)

@@ -6,6 +6,8 @@ result is kept while the file is unchanged (same size and modification time).
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 from ..errors import HwsimError
@@ -31,6 +33,14 @@ def load(spec: str) -> dict:
     if not path:
         raise HwsimError("workload", spec, f"{prefix}:<path of a local file>")
     p = Path(path).expanduser()
+    try:
+        os.stat(p)
+    except (OSError, ValueError) as e:  # a missing file is named by the importer; a path it cannot look up here
+        if not isinstance(e, OSError) or e.errno not in (errno.ENOENT, errno.ENOTDIR):
+            why = getattr(e, "strerror", None) or str(e)
+            raise HwsimError(
+                "workload", spec, f"{prefix}:<path of a local file>", f"not a usable path: {why}"
+            ) from None
     if prefix.lower() == "hf" and p.is_dir():
         p = p / "config.json"  # a model directory
     try:

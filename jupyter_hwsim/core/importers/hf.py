@@ -66,7 +66,9 @@ def read_json(path, source=None) -> dict:
         raise HwsimError(
             "workload", spec, "a JSON file (a Hugging Face config.json)", f"{e.msg} at line {e.lineno}"
         ) from None
-    except (OSError, UnicodeDecodeError) as e:
+    except RecursionError:
+        raise HwsimError("workload", spec, "a JSON file of a few levels (a Hugging Face config.json)") from None
+    except (OSError, ValueError) as e:  # not UTF-8; an integer of more digits than Python reads
         raise HwsimError(
             "workload", spec, "a readable JSON file (a Hugging Face config.json)", type(e).__name__
         ) from None
@@ -77,7 +79,8 @@ def read_json(path, source=None) -> dict:
 
 def _int(cfg: dict, key: str, lo: int = 1):
     value = cfg[key]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value) or value < lo:
+    whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())  # not NaN nor infinity
+    if isinstance(value, bool) or not whole or value < lo:
         raise HwsimError(f"workload.{key}", value, f"an integer >= {lo}")
     return int(value)
 

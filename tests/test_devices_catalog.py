@@ -1,5 +1,7 @@
 """The device catalogue: every key of every device has a source, names are unambiguous, units are sane."""
 
+import pytest
+
 from jupyter_hwsim import catalog
 from jupyter_hwsim.core import reference, workloads
 
@@ -43,3 +45,21 @@ def test_power_and_links_are_consistent():
         assert isinstance(entry.get("host_link", "pcie4"), dict) or entry.get("host_link", "pcie4") in links, eid
         for p in entry.get("fallbacks", {}).values():
             assert p in entry["peak_tflops"] or p in catalog.precisions(), (eid, p)
+
+
+def test_fp16_accumulation_doubles_a_geforce_cards_matmul_rate_only():
+    """peak_tflops is the FP32-accumulate rate frameworks use; an engine that accumulates in fp16 (ExLlama's
+    cublasHgemm) reaches peak_tflops_acc16 where a card has one (GeForce: twice), and the same rate elsewhere."""
+    from jupyter_hwsim import Scenario
+    from jupyter_hwsim.core import costs
+
+    def matmul(gpu, engine):
+        return costs.rates(costs.resolve(Scenario(kind="llm", workload="llama-2-7b", gpu=gpu, precision="fp16",
+                                                  engine=engine))).matmul  # fmt: skip
+
+    assert matmul("rtx-4090", "exllama") == pytest.approx(2 * matmul("rtx-4090", "vllm"), rel=1e-3)
+    assert matmul("rtx-3090", "exllama") == pytest.approx(2 * matmul("rtx-3090", "vllm"))
+    assert matmul("a100", "exllama") == matmul("a100", "vllm")  # a data-centre card: full rate either way
+    for key, entry in catalog.gpus().items():
+        for p, acc16 in entry.get("peak_tflops_acc16", {}).items():
+            assert acc16 >= entry["peak_tflops"][p], key

@@ -245,8 +245,11 @@ class Rates:
 def rates(m: Machine) -> Rates:
     dev, peaks = m.device, m.device["peak_tflops"]
     eff = dev["compute_efficiency"]
+    matmul = peaks[m.precision]
+    if m.engine.get("accumulate") == "fp16":  # a GeForce card runs fp16-accumulate GEMMs at twice the rate
+        matmul = dev.get("peak_tflops_acc16", {}).get(m.precision, matmul)
     return Rates(
-        peaks[m.precision] * 1e12 * eff,
+        matmul * 1e12 * eff,
         peaks.get("fp32", min(peaks.values())) * 1e12 * eff,
         dev["memory_bandwidth_gbs"] * 1e9 * dev["memory_efficiency"],
         dev["launch_overhead_us"] * 1e-6,

@@ -486,6 +486,7 @@ _KEYS = {
         "memory_gb": ("num", 0, 1e12, True),
         "memory_bandwidth_gbs": ("num", 0, 1e12, True),
         "peak_tflops": ("nums", 0, 1e12, True),
+        "peak_tflops_acc16": ("nums", 0, 1e12, True),
         "parallel_units": ("int", 1, 1e12, False),
         "compute_efficiency": ("num", 0, 1, True),
         "memory_efficiency": ("num", 0, 1, True),
@@ -508,6 +509,7 @@ _KEYS = {
         "backward_us": ("num", 0, 1e6, False),
         "step_us": ("num", 0, 1e7, False),
         "fusion": ("name", 0, 0, False),
+        "accumulate": ("name", 0, 0, False),
         "fuses": ("names", 0, 0, False),
     },
     "workloads": {

@@ -63,3 +63,15 @@ def test_fp16_accumulation_doubles_a_geforce_cards_matmul_rate_only():
     for key, entry in catalog.gpus().items():
         for p, acc16 in entry.get("peak_tflops_acc16", {}).items():
             assert acc16 >= entry["peak_tflops"][p], key
+
+
+def test_jetson_agx_orin_rates_are_its_gpus():
+    """NVIDIA's 275 TOPS for the Jetson AGX Orin 64GB add its two DLAs' 105 (sparse) to the GPU's 170: the entry
+    holds the GPU's dense rates, 16 SMs of 128 cores and 4 tensor cores at 1.3 GHz, on its 204.8 GB/s memory."""
+    orin = catalog.get("gpus", "jetson-orin")
+    assert orin is catalog.get("gpus", "jetson-agx-orin-64gb")
+    assert (orin["memory_gb"], orin["memory_bandwidth_gbs"], orin["host_link"]) == (64, 204.8, "unified-memory")
+    rates, sms, ghz = orin["peak_tflops"], orin["parallel_units"], 1.3
+    assert rates["fp32"] == pytest.approx(sms * 128 * 2 * ghz / 1e3, rel=0.01)
+    assert rates["int8"] == pytest.approx(170 / 2) and rates["int8"] < 275 / 2
+    assert rates["fp16"] == rates["bf16"] == pytest.approx(sms * 4 * 512 * ghz / 1e3, rel=0.01)

@@ -1,6 +1,7 @@
 """Your model as a PyTorch module: from_torch traces it on the meta device (no weights allocated) into the
 operator list the built-in workloads use, with the FLOPs torch.utils.flop_counter counts for the same module."""
 
+import math
 import subprocess
 import sys
 import time
@@ -195,6 +196,249 @@ class AttentionWeights(nn.Module):
         return self.attn(x, x, x, need_weights=True)[0]
 
 
+# ---- more architectures: EfficientNet, ConvNeXt, mixture of experts, encoder-decoder, UNet, 3-D and 1-D conv ----
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, c, squeeze):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Conv2d(c, squeeze, 1), nn.Conv2d(squeeze, c, 1)
+
+    def forward(self, x):
+        return x * torch.sigmoid(self.fc2(F.silu(self.fc1(F.adaptive_avg_pool2d(x, 1)))))
+
+
+class MBConv(nn.Module):
+    """EfficientNet's block: 1x1 expansion, k x k depthwise convolution, squeeze-and-excitation (a quarter of
+    the block's input channels), 1x1 projection, a residual where the shape allows."""
+
+    def __init__(self, cin, cout, expand, k, stride):
+        super().__init__()
+        mid, layers = cin * expand, []
+        if expand != 1:
+            layers += [nn.Conv2d(cin, mid, 1, bias=False), nn.BatchNorm2d(mid), nn.SiLU()]
+        layers += [
+            nn.Conv2d(mid, mid, k, stride, k // 2, groups=mid, bias=False),
+            nn.BatchNorm2d(mid),
+            nn.SiLU(),
+            SqueezeExcite(mid, max(1, cin // 4)),
+            nn.Conv2d(mid, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        ]
+        self.block = nn.Sequential(*layers)
+        self.residual = stride == 1 and cin == cout
+
+    def forward(self, x):
+        return x + self.block(x) if self.residual else self.block(x)
+
+
+B0_STAGES = [(1, 3, 1, 16, 1), (6, 3, 2, 24, 2), (6, 5, 2, 40, 2), (6, 3, 2, 80, 3), (6, 5, 1, 112, 3),
+             (6, 5, 2, 192, 4), (6, 3, 1, 320, 1)]  # fmt: skip
+
+
+def efficientnet_b0():
+    """EfficientNet-B0 (Tan & Le 2019, table 1): a 3x3 stem, MBConv stages, a 1x1 head, pooling, a classifier."""
+    layers, cin = [nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.SiLU()], 32
+    for expand, k, stride, cout, n in B0_STAGES:
+        for b in range(n):
+            layers.append(MBConv(cin, cout, expand, k, stride if b == 0 else 1))
+            cin = cout
+    head = [nn.Conv2d(cin, 1280, 1, bias=False), nn.BatchNorm2d(1280), nn.SiLU(), nn.AdaptiveAvgPool2d(1)]
+    return nn.Sequential(*layers, *head, nn.Flatten(), nn.Dropout(0.2), nn.Linear(1280, 1000))
+
+
+class LayerNorm2d(nn.LayerNorm):
+    """A layer norm over the channels of an NCHW tensor (ConvNeXt's downsampling layers)."""
+
+    def forward(self, x):
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class ConvNeXtBlock(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.dwconv = nn.Conv2d(c, c, 7, padding=3, groups=c)
+        self.norm = nn.LayerNorm(c, eps=1e-6)
+        self.pwconv1, self.pwconv2 = nn.Linear(c, 4 * c), nn.Linear(4 * c, c)
+        self.gamma = nn.Parameter(torch.full((c,), 1e-6))  # layer scale
+
+    def forward(self, x):
+        y = self.norm(self.dwconv(x).permute(0, 2, 3, 1))  # channels last: the linears are the 1x1 convolutions
+        return x + (self.gamma * self.pwconv2(F.gelu(self.pwconv1(y)))).permute(0, 3, 1, 2)
+
+
+def convnext_t():
+    """ConvNeXt-T (Liu et al. 2022): a 4x4 patchify stem, stages (3, 3, 9, 3) of (96, 192, 384, 768) channels,
+    a layer norm and a 2x2 stride-2 convolution between stages, pooling, a layer norm and the classifier."""
+    dims, depths = (96, 192, 384, 768), (3, 3, 9, 3)
+    layers = [nn.Conv2d(3, dims[0], 4, 4), LayerNorm2d(dims[0], eps=1e-6)]
+    for i, (c, n) in enumerate(zip(dims, depths)):
+        if i:
+            layers += [LayerNorm2d(dims[i - 1], eps=1e-6), nn.Conv2d(dims[i - 1], c, 2, 2)]
+        layers += [ConvNeXtBlock(c) for _ in range(n)]
+    return nn.Sequential(
+        *layers, nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.LayerNorm(dims[-1]), nn.Linear(dims[-1], 1000)
+    )
+
+
+class MixtureOfExperts(nn.Module):
+    """Mixtral-style sparse feed-forward layer, run as gpt-fast runs it: a router scores 8 SwiGLU experts per
+    token, the top 2 are kept (their softmax weights renormalised), and each token's two experts' weights are
+    gathered and applied to it: only the selected experts compute, and nothing depends on the values (the
+    Hugging Face loop over experts indexes by the routing result, which the meta device cannot run)."""
+
+    def __init__(self, h=512, ffn=1792, experts=8, top=2):
+        super().__init__()
+        self.top = top
+        self.norm = nn.RMSNorm(h)
+        self.gate = nn.Linear(h, experts, bias=False)  # the router
+        self.w1, self.w3 = nn.Parameter(torch.empty(experts, ffn, h)), nn.Parameter(torch.empty(experts, ffn, h))
+        self.w2 = nn.Parameter(torch.empty(experts, h, ffn))
+
+    def forward(self, x):
+        b, s, h = x.shape
+        y = self.norm(x).reshape(-1, h)
+        weights, chosen = torch.topk(F.softmax(self.gate(y), dim=-1, dtype=torch.float), self.top, dim=-1)
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+        w1, w3, w2 = self.w1[chosen], self.w3[chosen], self.w2[chosen]  # (tokens, top, out, in)
+        z = F.silu(torch.einsum("ti,taoi->tao", y, w1)) * torch.einsum("ti,taoi->tao", y, w3)
+        z = torch.einsum("tao,taio->tai", z, w2)
+        return x + torch.einsum("tai,ta->ti", z, weights).view(b, s, h)
+
+
+def _sinusoids(length, channels):
+    """Whisper's fixed sinusoidal positions of the audio frames."""
+    scales = torch.exp(-math.log(10000) / (channels // 2 - 1) * torch.arange(channels // 2))
+    t = torch.arange(length)[:, None] * scales[None]
+    return torch.cat((t.sin(), t.cos()), dim=1)
+
+
+class WhisperStyle(nn.Module):
+    """Whisper-style encoder-decoder (Radford et al. 2022): two 1-D convolutions over log-mel frames (the second
+    of stride 2), fixed sinusoidal positions, a pre-norm encoder; token embeddings with learned positions, a
+    decoder with causal self-attention and cross-attention to the audio (nn.Transformer); the head tied."""
+
+    def __init__(self, mels=80, frames=400, h=384, heads=6, layers=2, vocab=51865, ctx=448):
+        super().__init__()
+        self.conv1, self.conv2 = nn.Conv1d(mels, h, 3, padding=1), nn.Conv1d(h, h, 3, stride=2, padding=1)
+        self.register_buffer("audio_pos", _sinusoids(frames // 2, h), persistent=False)
+        self.embed, self.pos = nn.Embedding(vocab, h), nn.Parameter(torch.zeros(ctx, h))
+        kw = {"dropout": 0.0, "activation": "gelu", "batch_first": True, "norm_first": True}
+        encoder = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(h, heads, 4 * h, **kw), layers, nn.LayerNorm(h), enable_nested_tensor=False
+        )
+        self.transformer = nn.Transformer(h, heads, layers, layers, 4 * h, custom_encoder=encoder, **kw)
+
+    def forward(self, mel, tokens):
+        audio = F.gelu(self.conv2(F.gelu(self.conv1(mel)))).transpose(1, 2) + self.audio_pos
+        text = self.embed(tokens) + self.pos[: tokens.shape[1]]
+        causal = nn.Transformer.generate_square_subsequent_mask(tokens.shape[1], device=tokens.device)
+        out = self.transformer(audio, text, tgt_mask=causal, tgt_is_causal=True)
+        return F.linear(out, self.embed.weight)
+
+
+class ResBlock(nn.Module):
+    """A diffusion UNet's residual block: GroupNorm, SiLU, 3x3 convolution, the timestep embedding added per
+    channel, GroupNorm, SiLU, 3x3 convolution, a 1x1 convolution on the skip where the width changes."""
+
+    def __init__(self, cin, cout, temb):
+        super().__init__()
+        self.norm1, self.conv1 = nn.GroupNorm(32, cin), nn.Conv2d(cin, cout, 3, padding=1)
+        self.time = nn.Linear(temb, cout)
+        self.norm2, self.conv2 = nn.GroupNorm(32, cout), nn.Conv2d(cout, cout, 3, padding=1)
+        self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+    def forward(self, x, t):
+        y = self.conv1(F.silu(self.norm1(x))) + self.time(F.silu(t))[:, :, None, None]
+        return self.skip(x) + self.conv2(F.silu(self.norm2(y)))
+
+
+class SelfAttention2d(nn.Module):
+    def __init__(self, c, heads):
+        super().__init__()
+        self.norm, self.attn = nn.GroupNorm(32, c), nn.MultiheadAttention(c, heads, batch_first=True)
+
+    def forward(self, x):
+        b, c, hh, ww = x.shape
+        y = self.norm(x).flatten(2).transpose(1, 2)
+        y = self.attn(y, y, y, need_weights=False)[0]
+        return x + y.transpose(1, 2).reshape(b, c, hh, ww)
+
+
+class UNet(nn.Module):
+    """Stable Diffusion's building blocks at two resolutions: a sinusoidal timestep embedding and its MLP, down
+    (residual blocks, a stride-2 convolution), a middle with self-attention, up (the skips concatenated,
+    residual blocks, nearest upsampling and a convolution), GroupNorm throughout."""
+
+    def __init__(self, cin=4, ch=128, temb=512):
+        super().__init__()
+        self.ch = ch
+        self.time = nn.Sequential(nn.Linear(ch, temb), nn.SiLU(), nn.Linear(temb, temb))
+        self.conv_in = nn.Conv2d(cin, ch, 3, padding=1)
+        self.down1, self.downsample = ResBlock(ch, ch, temb), nn.Conv2d(ch, ch, 3, 2, 1)
+        self.down2 = ResBlock(ch, 2 * ch, temb)
+        self.mid1, self.mid2 = ResBlock(2 * ch, 2 * ch, temb), ResBlock(2 * ch, 2 * ch, temb)
+        self.mid_attn = SelfAttention2d(2 * ch, 8)
+        self.up2 = ResBlock(4 * ch, 2 * ch, temb)
+        self.upsample = nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(2 * ch, 2 * ch, 3, padding=1))  # nearest
+        self.up1 = ResBlock(3 * ch, ch, temb)
+        self.out = nn.Sequential(nn.GroupNorm(32, ch), nn.SiLU(), nn.Conv2d(ch, cin, 3, padding=1))
+
+    def forward(self, x, timestep):
+        half = self.ch // 2
+        freqs = torch.exp(-math.log(10000) * torch.arange(half, device=x.device) / half)
+        angles = timestep[:, None] * freqs[None]
+        t = self.time(torch.cat((angles.cos(), angles.sin()), dim=-1))
+        h1 = self.down1(self.conv_in(x), t)
+        h2 = self.down2(self.downsample(h1), t)
+        m = self.mid2(self.mid_attn(self.mid1(h2, t)), t)
+        u = self.upsample(self.up2(torch.cat((m, h2), dim=1), t))
+        return self.out(self.up1(torch.cat((u, h1), dim=1), t))
+
+
+def video3d():
+    """A 3-D CNN over video clips (C3D/R(2+1)D-style): a full 3x3x3 convolution, a factorised (1x3x3 spatial,
+    3x1x1 temporal) one, 3-D batch norm and pooling, a classifier over Kinetics-400's classes."""
+
+    def bn_relu(c):
+        return [nn.BatchNorm3d(c), nn.ReLU()]
+
+    return nn.Sequential(
+        nn.Conv3d(3, 64, 3, padding=1, bias=False), *bn_relu(64), nn.MaxPool3d((1, 2, 2)),
+        nn.Conv3d(64, 128, (1, 3, 3), padding=(0, 1, 1), bias=False), *bn_relu(128),
+        nn.Conv3d(128, 128, (3, 1, 1), padding=(1, 0, 0), bias=False), *bn_relu(128), nn.MaxPool3d(2),
+        nn.Conv3d(128, 256, 3, stride=2, padding=1, bias=False), *bn_relu(256),
+        nn.AdaptiveAvgPool3d(1), nn.Flatten(), nn.Linear(256, 400),
+    )  # fmt: skip
+
+
+class ConformerBlock(nn.Module):
+    """A Conformer block (Gulati et al. 2020), speech: half a feed-forward module, self-attention, the
+    convolution module (pointwise, GLU, depthwise 1-D convolution of kernel 31, batch norm, SiLU, pointwise),
+    half a feed-forward module, a layer norm."""
+
+    def __init__(self, h=256, heads=4, kernel=31):
+        super().__init__()
+
+        def ffn():
+            return nn.Sequential(nn.LayerNorm(h), nn.Linear(h, 4 * h), nn.SiLU(), nn.Linear(4 * h, h))
+
+        self.ffn1, self.ffn2 = ffn(), ffn()
+        self.attn_norm, self.attn = nn.LayerNorm(h), nn.MultiheadAttention(h, heads, batch_first=True)
+        self.conv_norm, self.pointwise1 = nn.LayerNorm(h), nn.Conv1d(h, 2 * h, 1)
+        self.depthwise = nn.Conv1d(h, h, kernel, padding=kernel // 2, groups=h)
+        self.bn, self.pointwise2 = nn.BatchNorm1d(h), nn.Conv1d(h, h, 1)
+        self.norm = nn.LayerNorm(h)
+
+    def forward(self, x):
+        x = x + 0.5 * self.ffn1(x)
+        y = self.attn_norm(x)
+        x = x + self.attn(y, y, y, need_weights=False)[0]
+        y = F.glu(self.pointwise1(self.conv_norm(x).transpose(1, 2)), dim=1)
+        x = x + self.pointwise2(F.silu(self.bn(self.depthwise(y)))).transpose(1, 2)
+        return self.norm(x + 0.5 * self.ffn2(x))
+
+
 MODELS = {
     "mlp": (mlp, (16, 784)),
     "cnn": (cnn, (8, 3, 64, 64)),
@@ -207,25 +451,45 @@ MODELS = {
     "gru": (lambda: Recurrent(nn.GRU), (4, 32, 256)),
     "separable-conv": (separable, (4, 3, 64, 64)),
     "mha-with-weights": (AttentionWeights, (4, 64, 256)),
+    "efficientnet-b0": (efficientnet_b0, (2, 3, 224, 224)),
+    "convnext-t": (convnext_t, (2, 3, 224, 224)),
+    "mixtral-style-moe": (MixtureOfExperts, (2, 128, 512)),
+    "whisper-style-encoder-decoder": (WhisperStyle, ((2, 80, 400), ("ids", 2, 64))),
+    "unet-style-groupnorm-skips": (UNet, ((2, 4, 32, 32), (2,))),
+    "video-3d-conv": (video3d, (2, 3, 16, 112, 112)),
+    "conformer-depthwise-1d": (ConformerBlock, (4, 200, 256)),
 }
+
+# The models whose vector operators hold more than 5% of their FLOPs, which FlopCounterMode does not count:
+# EfficientNet-B0 puts a batch norm (5 FLOPs per value) and a SiLU (8) after each of its low-FLOP pointwise and
+# depthwise convolutions, 10.2% of its FLOPs (the catalogue's efficientnet-b0 counts them the same way:
+# test_traced_efficientnet_and_convnext_match_the_catalogue).
+VECTOR_SHARE = {"efficientnet-b0": 0.12}
+
+
+def _tensor(shape):
+    """A meta tensor of a shape; ("ids", *shape) for token ids."""
+    if shape[0] == "ids":
+        return torch.empty(shape[1:], dtype=torch.long, device="meta")
+    return torch.empty(shape, device="meta")
 
 
 def _build(label):
+    """The module on meta and its example input: a tensor, or a tuple of tensors (positional arguments)."""
     make, shape = MODELS[label]
     with torch.device("meta"):
         model = make().eval()
-    if shape[0] == "ids":
-        x = torch.empty(shape[1:], dtype=torch.long, device="meta")
-    else:
-        x = torch.empty(shape, device="meta")
-    return model, x
+    if isinstance(shape[0], tuple):
+        return model, tuple(_tensor(s) for s in shape)
+    return model, _tensor(shape)
 
 
 def _reference(model, x) -> float:
     """FlopCounterMode's count for the same module and input, per sample."""
+    xs = x if isinstance(x, tuple) else (x,)
     with torch.device("meta"), FlopCounterMode(display=False) as counter:
-        model(x)
-    return counter.get_total_flops() / x.shape[0]
+        model(*xs)
+    return counter.get_total_flops() / xs[0].shape[0]
 
 
 @pytest.mark.parametrize("label", list(MODELS))
@@ -236,9 +500,10 @@ def test_flops_agree_with_the_flop_counter(label):
     ops = workloads.operators(w)
     total = sum(op.flops for op in ops)
     matmul = sum(op.flops for op in ops if op.cls == "matmul")
-    # the counter counts matrix products and convolutions; the operator list also has the vector operators
-    assert matmul == pytest.approx(ref, rel=1e-3), (label, matmul, ref)
-    assert abs(total - ref) / ref < 0.05, (label, total, ref)
+    # the counter counts matrix products, convolutions and attention: the same count, to rounding
+    assert matmul == pytest.approx(ref, rel=1e-12), (label, matmul, ref)
+    # the operator list also has the vector operators (norms, activations, pooling), which the counter leaves out
+    assert abs(total - ref) / ref < VECTOR_SHARE.get(label, 0.05), (label, total, ref)
     assert w["unclassified"] == [], w["warnings"]  # every operator of these models is a known one
     assert w["params_total"] == sum(p.numel() for p in model.parameters())
     assert sum(op.params for op in ops) == w["params_total"]  # each weight counted once, where it is used
@@ -269,6 +534,77 @@ def test_tied_weights_are_counted_once():
     ops = {op.name: op for op in workloads.operators(w)}
     assert ops["wte.embedding"].params == 50257 * 768 and ops["lm_head.linear"].params == 0
     assert w["params_total"] == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("label", list(MODELS))
+def test_depthwise_convolutions_are_vector_operators(label):
+    """A convolution whose groups each reduce over fewer than 8 input channels has no tensor-core form
+    (Op.vector): exactly the depthwise ones are flagged, in 2-D and 1-D, after the batch is divided out."""
+    model, x = _build(label)
+    ops = workloads.operators(from_torch(model, x))
+    depthwise = {
+        path
+        for path, m in model.named_modules()
+        if isinstance(m, nn.modules.conv._ConvNd) and m.groups > 1 and m.in_channels // m.groups < 8
+    }
+    assert {op.name.rsplit(".", 1)[0] for op in ops if op.vector} == depthwise
+    assert all(op.conv and op.cls == "matmul" for op in ops if op.vector)
+    expected = {"efficientnet-b0": 16, "convnext-t": 18, "separable-conv": 1, "conformer-depthwise-1d": 1}
+    assert sum(op.vector for op in ops) == expected.get(label, 0)
+
+
+# torchvision's num_params for efficientnet_b0 and convnext_tiny (EfficientNet_B0_Weights, ConvNeXt_Tiny_Weights)
+@pytest.mark.parametrize("label,published", [("efficientnet-b0", 5_288_548), ("convnext-t", 28_589_128)])
+def test_traced_efficientnet_and_convnext_match_the_catalogue(label, published):
+    """The whole networks traced give the catalogue's operator lists built from their layer tables: the same
+    matrix and depthwise FLOPs, the vector operators within 3% (the tracer counts a global average pooling at
+    one FLOP per value read, the catalogue's builders at one per value written); their parameters are
+    torchvision's (the builders leave out biases and norm scales)."""
+    model, x = _build(label)
+    w = from_torch(model, x)
+    traced, built = workloads.operators(w), workloads.operators(label)
+
+    def flops(ops, pick):
+        return sum(op.flops for op in ops if pick(op))
+
+    assert flops(traced, lambda o: o.cls == "matmul") == flops(built, lambda o: o.cls == "matmul")
+    assert flops(traced, lambda o: o.vector) == flops(built, lambda o: o.vector) > 0
+    rest = flops(traced, lambda o: o.cls != "matmul"), flops(built, lambda o: o.cls != "matmul")
+    assert rest[0] == pytest.approx(rest[1], rel=0.03)
+    assert w["params_total"] == published
+
+
+class Vaswani(nn.Module):
+    """The Transformer of Vaswani et al. 2017 (post-norm nn.Transformer) with one token table shared by the
+    source, the target and the head."""
+
+    def __init__(self, vocab=37000, h=1024, heads=16, layers=6, ffn=4096):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, h)
+        self.transformer = nn.Transformer(h, heads, layers, layers, ffn, dropout=0.0, batch_first=True)
+
+    def forward(self, src, tgt):
+        causal = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1], device=tgt.device)
+        out = self.transformer(self.embed(src), self.embed(tgt), tgt_mask=causal, tgt_is_causal=True)
+        return F.linear(out, self.embed.weight)
+
+
+def test_the_encoder_decoder_builder_gives_the_traced_flops():
+    """The catalogue's encoder-decoder operator list has the matrix FLOPs of the same network traced: Vaswani et
+    al.'s big Transformer (transformer-big itself) and the Whisper-style module above (its audio stem too)."""
+    with torch.device("meta"):
+        big = Vaswani().eval()
+    ids = torch.empty(2, 32, dtype=torch.long, device="meta")
+    whisper, x = _build("whisper-style-encoder-decoder")
+    small = dict(arch="encoder-decoder", encoder_layers=2, decoder_layers=2, hidden=384, heads=6, ffn=1536,
+                 vocab=51865, mel_bins=80, source_len=200, positions=448, tie_embeddings=True)  # fmt: skip
+    for module, example, built, seq in [(big, (ids, ids), "transformer-big", 32), (whisper, x, small, 64)]:
+        traced = workloads.operators(from_torch(module, example))
+        ops = workloads.operators(built, seq)
+        assert sum(o.flops for o in traced if o.cls == "matmul") == sum(o.flops for o in ops if o.cls == "matmul")
+        assert sum(o.flops for o in ops) == pytest.approx(sum(o.flops for o in traced), rel=0.01)
+        # weights alike: the traced module also has biases and norm scales (0.1% of transformer-big)
+        assert sum(o.params for o in ops) == pytest.approx(sum(o.params for o in traced), rel=0.002)
 
 
 def test_unused_parameters_are_named_in_the_warnings():

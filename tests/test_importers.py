@@ -198,6 +198,38 @@ def test_a_model_directory_and_case_preserving_paths(tmp_path, monkeypatch):
     assert s.replace(batch_size=4).workload == "hf:My-Model"
 
 
+WHISPER_SMALL = {  # openai/whisper-small config.json
+    "model_type": "whisper",
+    "d_model": 768,
+    "encoder_layers": 12,
+    "decoder_layers": 12,
+    "encoder_attention_heads": 12,
+    "decoder_attention_heads": 12,
+    "encoder_ffn_dim": 3072,
+    "decoder_ffn_dim": 3072,
+    "vocab_size": 51865,
+    "num_mel_bins": 80,
+    "max_source_positions": 1500,
+    "max_target_positions": 448,
+    "tie_word_embeddings": True,
+}
+
+
+def test_whisper_is_the_built_in_encoder_decoder(tmp_path):
+    w = from_hf_config(WHISPER_SMALL)
+    assert workloads.operators(w) == workloads.operators("whisper-small")  # the same builder, the same operators
+    assert abs(_params(w) - 244e6) / 244e6 < 0.02  # Radford et al. 2022 table 1: 244M
+    assert w["input_bytes_per_sample"] == 960000  # 30 s of 16 kHz 16-bit audio
+    (tmp_path / "config.json").write_text(json.dumps(WHISPER_SMALL))
+    assert _throughput(f"hf:{tmp_path / 'config.json'}", kind="inference", gpu="l4") > 0
+    with pytest.raises(HwsimError) as err:
+        from_hf_config({**WHISPER_SMALL, "decoder_ffn_dim": 4096})
+    assert err.value.field == "workload.decoder_ffn_dim" and "encoder_ffn_dim=3072" in str(err.value)
+    with pytest.raises(HwsimError) as err:
+        from_hf_config({**WHISPER_SMALL, "num_mel_bins": None})
+    assert err.value.field == "workload.num_mel_bins"
+
+
 BAD = [
     ("hf:missing.json", None, "workload", "no such file"),
     ("hf:bad.json", "{not json", "workload", "JSON"),
@@ -325,7 +357,7 @@ def test_onnx_conv_and_an_unknown_operator(tmp_path):
     assert odd["name"] == "odd_one" and odd["op_type"] == "Hardmax"
     assert odd["flops_share"] == pytest.approx(16 / sum(op.flops for op in ops.values()))
     assert any(m.startswith("odd_one (Hardmax)") and "% of FLOPs" in m for m in w["warnings"])
-    assert _throughput(w, kind="training", gpu="l4") > 0
+    assert _throughput(w, kind="inference", gpu="l4") > 0
     # and the user sees it in the result, not only in the workload
     r = estimate(Scenario(kind="inference", workload=f"onnx:{tmp_path / 'cnn.onnx'}", gpu="l4"), suggest=False)
     assert any("odd_one (Hardmax)" in m for m in r.warnings)

@@ -272,3 +272,68 @@ def test_depthwise_convolutions_run_on_the_vector_units():
     slow = estimate(Scenario(workload=flagged, **run), suggest=False).details["step_ms"]
     fast = estimate(Scenario(workload=unflagged, **run), suggest=False).details["step_ms"]
     assert slow > 1.1 * fast  # 2% of the FLOPs, at a tenth of the rate
+
+
+# ---- encoder-decoders: an encoder stack, a decoder stack with cross-attention --------------------------------
+
+# published parameter counts; the operator list counts weight matrices and embedding tables (no biases or norms)
+ENCODER_DECODERS = {
+    "whisper-small": 244e6,  # Radford et al. 2022 table 1 (and the openai/whisper README): 244M
+    "transformer-big": 213e6,  # Vaswani et al. 2017 table 3, "big" (English-German, 37000 shared BPE tokens)
+}
+
+
+@pytest.mark.parametrize("wid", sorted(ENCODER_DECODERS))
+def test_encoder_decoder_parameters_match_the_published_counts(wid):
+    assert _params(wid) == pytest.approx(ENCODER_DECODERS[wid], rel=0.02)
+
+
+def test_encoder_decoder_operators():
+    w = catalog.get("workloads", "whisper-small")
+    ops = {op.name: op for op in workloads.operators(w)}
+    h, t, s = 768, 1500, 448
+    assert sum(n.endswith(".attn.scores") for n in ops) == 24  # 12 encoder and 12 decoder self-attentions
+    assert sum(n.endswith(".cross.scores") for n in ops) == 12  # one cross-attention in each decoder layer
+    enc, cross = ops["encoder.layer0.attn.scores"], ops["decoder.layer11.cross.scores"]
+    assert (enc.rows, enc.cols, enc.groups) == (t, t, 12)  # the encoder attends over the 1500 audio positions
+    assert (cross.rows, cross.cols, cross.flops) == (s, t, 2.0 * s * t * h)  # target queries, source keys
+    assert ops["decoder.layer0.cross.kv"].flops == 2.0 * t * h * 2 * h  # keys and values of the encoder's output
+    stem = ops["encoder.conv2"]  # stride 2: 3000 frames -> 1500 positions
+    assert stem.conv and stem.flops == 2.0 * t * h * 3 * h and ops["encoder.conv1"].rows == 2 * t
+    assert ops["embedding"].params == 448 * h and ops["lm_head"].params == 51865 * h  # tied: one token table
+    # a text encoder takes the target's length and the shared table (Vaswani et al. 2017)
+    big = {op.name: op for op in workloads.operators("transformer-big", 50)}
+    assert big["encoder.layer5.attn.scores"].rows == 50 and big["decoder.layer0.cross.scores"].cols == 50
+    assert big["encoder.embedding"].params == 0 and big["embedding"].params == 0
+    assert big["lm_head"].params == 37000 * 1024
+    # the audio and the target ids go to the device: fp32 log-mel frames and int64 ids
+    assert workloads.device_bytes_per_sample(w, s) == 80 * 3000 * 4 + s * 8
+
+
+@pytest.mark.parametrize("wid", sorted(ENCODER_DECODERS))
+def test_encoder_decoders_train_and_infer_but_do_not_generate(wid):
+    for kind in ("training", "inference"):
+        s = Scenario(kind=kind, workload=wid, gpu="a100-sxm-80gb", precision="bf16", steps=20)
+        e, r = estimate(s, suggest=False), simulate(s, seed=0, suggest=False)
+        assert e.throughput > 0 and r.throughput > 0 and not e.memory["oom"], (wid, kind)
+    with pytest.raises(HwsimError) as err:  # autoregressive generation models decoder-only language models
+        Scenario(kind="llm", workload=wid, gpu="a100-sxm-80gb")
+    assert err.value.field == "workload" and "encoder-decoder" in str(err.value)
+
+
+def test_a_custom_encoder_decoder_is_checked():
+    base = dict(catalog.get("workloads", "transformer-big"))
+    for key in ("id", "aliases", "sources"):
+        base.pop(key, None)
+    workloads.check_custom("workloads", base)
+    for change, field in [
+        ({"decoder_layers": None}, "workload.decoder_layers"),
+        ({"encoder_layers": 0}, "workload.encoder_layers"),
+        ({"experts": 8, "experts_per_token": 2}, "workload.experts"),
+        ({"kv_heads": 4}, "workload.kv_heads"),
+        ({"source_len": -1}, "workload.source_len"),
+    ]:
+        entry = {k: v for k, v in {**base, **change}.items() if v is not None}
+        with pytest.raises(HwsimError) as err:
+            workloads.check_custom("workloads", entry)
+        assert err.value.field == field, (change, err.value.field)

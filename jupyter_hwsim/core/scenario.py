@@ -694,6 +694,14 @@ class Scenario:
         from .workloads import resolve
 
         w = resolve(self.workload)
+        if w.get("arch") == "encoder-decoder":
+            raise HwsimError(
+                "workload",
+                w.get("id", "custom"),
+                "a decoder-only language model for kind=llm (an encoder-decoder runs as kind=training or inference: "
+                "one encoder pass and one teacher-forced decoder pass)",
+                "e.g. llama-2-7b",
+            )
         if w.get("arch") != "transformer" or "vocab" not in w:
             raise HwsimError(
                 "workload",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Sequence
@@ -317,6 +318,75 @@ def _transformer(w: dict, s: int) -> list[Op]:
     return ops
 
 
+def _renamed(ops: list[Op], old: str, new: str) -> list[Op]:
+    return [dataclasses.replace(op, name=new + op.name[len(old) :]) for op in ops]
+
+
+def _cross_attention(p: str, w: dict, s: int, t: int) -> list[Op]:
+    """A decoder layer's attention to the encoder's output: s target queries over t source keys (keys and values
+    projected from the encoder's output; every head has its own)."""
+    h, heads = w["hidden"], w["heads"]
+    d, q = _head_dims(w)
+    n = heads * s * t
+    return [
+        _pointwise(f"{p}.ln_cross", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
+        _linear(f"{p}.cross.q", s, h, q),
+        _linear(f"{p}.cross.kv", t, h, 2 * q),
+        Op(f"{p}.cross.scores", "matmul", 2.0 * s * t * q, (s + t) * q, n, 0, s, t, heads),
+        Op(f"{p}.cross.softmax", "softmax", SOFTMAX_FLOPS_PER_ELEMENT * n, n, n, 0, n, 1),
+        Op(f"{p}.cross.context", "matmul", 2.0 * s * t * q, n + t * q, s * q, 0, s, d, heads),
+        _linear(f"{p}.cross.out", s, q, h),
+        _pointwise(f"{p}.add_cross", "elementwise", s * h, n_in=2),
+    ]
+
+
+def source_len(w: dict, s: int) -> int:
+    """The encoder's positions of an encoder-decoder: source_len where the input fixes it (Whisper: 1500 audio
+    positions, 30 s), else the target's s (a translation pair of equal lengths)."""
+    return int(w.get("source_len") or s)
+
+
+def _encoder_decoder(w: dict, s: int) -> list[Op]:
+    """An encoder-decoder transformer (Vaswani et al. 2017; Whisper): an encoder stack over the source, a decoder
+    stack over the s target tokens whose every layer adds cross-attention to the encoder's output, a final norm
+    and the head. The layers are the decoder-only builder's (_transformer_layers), so the self-attention and the
+    feed-forward network are counted alike; one pass is teacher-forced (training, or scoring a given target).
+
+    mel_bins: an audio front end (Whisper): two 1-D convolutions of width 3 over 2 x source_len frames of
+    mel_bins features, the second of stride 2, each with a GELU, and fixed sinusoidal positions. Otherwise the
+    encoder embeds source tokens with the decoder's table (one vocabulary shared by both sides, as in Vaswani et
+    al. 2017). positions: learned position rows of the decoder; tie_embeddings: the head is the token table."""
+    h, vocab = w["hidden"], w["vocab"]
+    t = source_len(w, s)
+    ops: list[Op] = []
+    if w.get("mel_bins"):
+        mel, frames = w["mel_bins"], 2 * t
+        ops += [
+            Op("encoder.conv1", "matmul", 2.0 * frames * h * 3 * mel, mel * frames, h * frames, h * mel * 3,
+               frames, h, conv=True),
+            _pointwise("encoder.conv1.act", "elementwise", h * frames, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+            Op("encoder.conv2", "matmul", 2.0 * t * h * 3 * h, h * frames, h * t, h * h * 3, t, h, conv=True),
+            _pointwise("encoder.conv2.act", "elementwise", h * t, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+            _pointwise("encoder.positions", "elementwise", h * t, n_in=2),
+        ]  # fmt: skip
+    else:  # the source tokens: a row gather from the shared table, whose parameters the decoder's embedding holds
+        ops.append(Op("encoder.embedding", "elementwise", 0.0, t, t * h, 0.0, t * h, 1))
+    ops += _renamed(_transformer_layers({**w, "layers": w["encoder_layers"]}, t), "layer", "encoder.layer")
+    ops.append(_pointwise("encoder.ln_f", "norm", t * h, flops_per=NORM_FLOPS_PER_ELEMENT))
+    table = (0 if w.get("tie_embeddings") else vocab * h) + w.get("positions", 0) * h
+    ops.append(Op("embedding", "elementwise", 0.0, s, s * h, table, s * h, 1))
+    one = _transformer_layers({**w, "layers": 1}, s)
+    cut = next(i for i, op in enumerate(one) if op.name == "layer0.add1") + 1  # after the self-attention
+    for i in range(w["decoder_layers"]):
+        p = f"decoder.layer{i}"
+        ops += _renamed(one[:cut], "layer0", p) + _cross_attention(p, w, s, t) + _renamed(one[cut:], "layer0", p)
+    return [  # tied, the head holds the one token table (as _transformer counts it); untied, its own matrix
+        *ops,
+        _pointwise("ln_f", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
+        _linear("lm_head", s, h, vocab),
+    ]
+
+
 def decode_operators(w: dict) -> tuple[Sequence[Op], Sequence[Op]]:
     """See _decode_operators; cached for catalogue entries."""
     if "id" in w and catalog.workloads().get(w["id"]) is w:
@@ -468,6 +538,7 @@ def _measured(w: dict) -> list[Op]:
 _BUILDERS = {
     "resnet": ["block", "blocks", "num_classes"],
     "transformer": ["layers", "hidden", "heads", "ffn", "vocab"],
+    "encoder-decoder": ["encoder_layers", "decoder_layers", "hidden", "heads", "ffn", "vocab"],
     "vit": ["patch", "image_px", "layers", "hidden", "heads", "ffn", "num_classes"],
     "efficientnet": ["stem", "stages", "head", "num_classes"],
     "convnext": ["patch", "depths", "dims", "num_classes"],
@@ -517,6 +588,11 @@ _KEYS = {
         "input_bytes_per_sample": ("num", 0, 1e12, True),
         "preprocess_ms_per_sample": ("num", 0, 1e6, False),
         "layers": ("int", 1, 1024, False),  # the largest published models have ~130
+        "encoder_layers": ("int", 1, 1024, False),
+        "decoder_layers": ("int", 1, 1024, False),
+        "source_len": ("int", 1, 1 << 20, False),
+        "mel_bins": ("int", 1, 65536, False),
+        "positions": ("int", 0, 1 << 24, False),
         "hidden": ("int", 1, 1 << 20, False),
         "heads": ("int", 1, 65536, False),
         "kv_heads": ("int", 1, 65536, False),
@@ -629,7 +705,13 @@ def _accepts(spec) -> str:
 def _check_workload(w: dict) -> None:
     """What one key alone does not say: heads that divide the width, a block the builder knows, ..."""
     arch = w["arch"]
-    if arch in ("transformer", "vit"):
+    if arch == "encoder-decoder":
+        for key in ("experts", "sliding_window"):
+            if w.get(key):
+                raise HwsimError(f"workload.{key}", w[key], "absent for an encoder-decoder (not modelled)")
+        if w.get("kv_heads", w["heads"]) != w["heads"]:
+            raise HwsimError("workload.kv_heads", w["kv_heads"], f"heads={w['heads']} (an encoder-decoder)")
+    if arch in ("transformer", "vit", "encoder-decoder"):
         if not w.get("head_dim") and w["hidden"] < w["heads"]:
             raise HwsimError("workload.hidden", w["hidden"], f"at least heads={w['heads']} (or give head_dim)")
         if w.get("kv_heads", w["heads"]) > w["heads"]:
@@ -740,6 +822,8 @@ def _build(w: dict, seq: int) -> list[Op]:
         return _resnet(w)
     if arch == "transformer":
         return _transformer(w, seq)
+    if arch == "encoder-decoder":
+        return _encoder_decoder(w, seq)
     if arch == "vit":
         return _vit(w)
     if arch == "efficientnet":
@@ -770,4 +854,8 @@ def device_bytes_per_sample(w: dict, seq: int) -> float:
         return IMAGE_CHANNELS * w.get("image_px", DEFAULT_IMAGE_PX) ** 2 * FP32_BYTES
     if w["arch"] == "mlp":
         return w["widths"][0] * FP32_BYTES
+    if w["arch"] == "encoder-decoder":  # the source (fp32 log-mel frames, or token ids) and the target's ids
+        t = source_len(w, seq)
+        source = w["mel_bins"] * 2 * t * FP32_BYTES if w.get("mel_bins") else t * INT64_BYTES
+        return source + seq * INT64_BYTES
     return seq * INT64_BYTES

@@ -16,7 +16,7 @@ from ..errors import HwsimError
 
 @dataclass(frozen=True)
 class _Family:
-    kind: str  # decoder | encoder | vision
+    kind: str  # decoder | encoder | vision | speech
     gated: bool = False  # SwiGLU/GeGLU: gate and up projections
     rotary: bool = False  # rotary position embeddings on q and k
     tie: bool = False  # tie_word_embeddings when the config does not say (the config class's default)
@@ -38,6 +38,7 @@ FAMILIES = {
     "bert": _Family("encoder", tie=True, learned_positions=True),
     "roberta": _Family("encoder", tie=True, learned_positions=True),
     "vit": _Family("vision"),
+    "whisper": _Family("speech"),  # an encoder-decoder: _whisper reads its own keys
 }
 _ACCEPTED = "one of " + ", ".join(sorted(FAMILIES))
 
@@ -99,8 +100,9 @@ def from_hf_config(path_or_dict, name=None, source=None) -> dict:
     """A workload dict (catalogue vocabulary) from a Hugging Face config.json path or its dict.
 
     Covers decoder LLMs (llama, mistral, qwen2, gemma, phi, phi3, gpt2, gpt_neox), mixtral-style mixtures of
-    experts, encoders (bert, roberta) and vit; grouped- and multi-query attention (num_key_value_heads),
-    head_dim, sliding_window and tie_word_embeddings. Anything else is refused with a HwsimError.
+    experts, encoders (bert, roberta), vit and the whisper encoder-decoder; grouped- and multi-query attention
+    (num_key_value_heads), head_dim, sliding_window and tie_word_embeddings. Anything else is refused with a
+    HwsimError.
     """
     if isinstance(path_or_dict, dict):
         cfg, spec = path_or_dict, source or "config dict"
@@ -115,6 +117,8 @@ def from_hf_config(path_or_dict, name=None, source=None) -> dict:
     fam = FAMILIES.get(mt) if isinstance(mt, str) else None
     if fam is None:
         raise HwsimError("workload.model_type", mt, _ACCEPTED, f"in {spec}")
+    if fam.kind == "speech":
+        return _whisper(cfg, name, spec)
     warnings: list[str] = []
     (hk, h), (_, layers), (ak, heads) = _field(cfg, "hidden"), _field(cfg, "layers"), _field(cfg, "heads")
     kv = _int(cfg, "num_key_value_heads") if cfg.get("num_key_value_heads") is not None else heads
@@ -219,6 +223,46 @@ def _vision(cfg: dict, w: dict, sources: dict, spec: str) -> dict:
         default_batch_size="assumption: as the built-in vit-b16",
         dataset_gb="assumption: ImageNet (ILSVRC2012) as the built-in vit-b16",
     )
+    return _finish(w, sources, [], spec)
+
+
+_WHISPER = ("d_model", "encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads",
+            "encoder_ffn_dim", "decoder_ffn_dim", "vocab_size", "num_mel_bins", "max_source_positions",
+            "max_target_positions")  # fmt: skip
+
+
+def _whisper(cfg: dict, name, spec: str) -> dict:
+    """Whisper (model_type whisper): an encoder over log-mel frames (a stem of two 1-D convolutions, the second of
+    stride 2, to max_source_positions positions) and a decoder with cross-attention, learned positions
+    (max_target_positions) and tied token embeddings: the catalogue's arch "encoder-decoder"."""
+    for key in _WHISPER:
+        if cfg.get(key) is None:
+            raise HwsimError(f"workload.{key}", None, "a positive integer in the config")
+    v = {key: _int(cfg, key) for key in _WHISPER}
+    for enc, dec in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
+        if v[enc] != v[dec]:
+            raise HwsimError(f"workload.{dec}", v[dec], f"{enc}={v[enc]} (one width for both stacks)")
+    h, heads, t = v["d_model"], v["encoder_attention_heads"], v["max_source_positions"]
+    if h % heads:
+        raise HwsimError("workload.encoder_attention_heads", heads, f"a divisor of d_model={h}")
+    w: dict = {"name": name or cfg.get("_name_or_path") or "whisper (Hugging Face config)", "hf_model_type": "whisper"}
+    w.update(arch="encoder-decoder", encoder_layers=v["encoder_layers"], decoder_layers=v["decoder_layers"])
+    w.update(hidden=h, heads=heads, kv_heads=heads, ffn=v["encoder_ffn_dim"], vocab=v["vocab_size"])
+    w.update(mel_bins=v["num_mel_bins"], source_len=t, positions=v["max_target_positions"])
+    w["seq_len"] = v["max_target_positions"]
+    if bool(cfg.get("tie_word_embeddings", True)):
+        w["tie_embeddings"] = True
+    pcm = 2 * t * 160 * 2  # 2 frames a position, 10 ms (160 samples at 16 kHz) a frame, 16-bit samples
+    w.update(default_batch_size=16, input_bytes_per_sample=pcm, preprocess_ms_per_sample=39.55, dataset_gb=110.6)
+    sources = {
+        "encoder_layers": f"{spec}: model_type whisper",
+        "seq_len": f"{spec}: the decoder's context (max_target_positions), an upper bound of a transcript",
+        "default_batch_size": "assumption: 16 segments a GPU, as the catalogue's whisper-small",
+        "input_bytes_per_sample": f"derived: {2 * t} frames of 10 ms of 16 kHz 16-bit PCM",
+        "preprocess_ms_per_sample": "the catalogue's whisper-small: log-mel features of a 30 s segment on CPU, "
+        "39.55 ms (https://github.com/SYSTRAN/faster-whisper/pull/1106)",
+        "dataset_gb": "assumption: LibriSpeech's 960 hours as 16 kHz 16-bit PCM, as the catalogue's whisper-small",
+    }
     return _finish(w, sources, [], spec)
 
 

@@ -38,6 +38,8 @@ def describe(workload, seq: int | None = None) -> dict:
         "arch": w.get("arch"),
         "model_type": w.get("hf_model_type"),
         "layers": w.get("layers"),
+        "encoder_layers": w.get("encoder_layers"),
+        "decoder_layers": w.get("decoder_layers"),
         "hidden": w.get("hidden"),
         "heads": w.get("heads"),
         "kv_heads": w.get("kv_heads"),

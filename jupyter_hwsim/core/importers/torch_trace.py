@@ -18,7 +18,7 @@ operators are per sample. Operators are named by the module path that ran them (
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from ..errors import HwsimError
 from ..workloads import Op, grouped_vector
@@ -235,13 +235,11 @@ def _input_dtype(torch, module):
 
 
 def _per_sample(op: Op, batch: int) -> Op:
+    """The operator of one sample: its FLOPs and activations divided by the batch, every other field kept (its
+    shape, parameters, and the conv and vector flags)."""
     if batch == 1:
         return op
-    return Op(op.name, op.cls, op.flops / batch, op.act_in / batch, op.act_out / batch, *_tail(op))
-
-
-def _tail(op: Op):
-    return op.params, op.rows, op.cols, op.groups, op.kernels, op.conv
+    return replace(op, flops=op.flops / batch, act_in=op.act_in / batch, act_out=op.act_out / batch)
 
 
 class _Tracer:

@@ -5,6 +5,7 @@ import json
 import statistics
 import sys
 import time
+from concurrent.futures.process import BrokenProcessPool
 
 import pytest
 import tornado.httpclient
@@ -184,6 +185,68 @@ async def test_before_the_workers_are_ready_requests_run_in_the_server_under_the
     # the thread stops the long one half a budget past its 504, then answers the next request
     resp = await _post(jp_fetch, "estimate", {"workload": "resnet50"})
     assert resp.code == 200, _json(resp)
+
+
+async def test_requests_beside_a_job_past_its_budget_run_again_when_its_workers_are_restarted(jp_fetch, jp_serverapp):
+    """A job still running past its budget gets the worker processes terminated and new ones started
+    (Workers.reap). The requests queued or running beside it used to get a 503 (or, queued, no answer): they now
+    run once more, on the new workers or in the server's thread, within what is left of their budget."""
+    workers = _workers(jp_serverapp)
+    await _until(lambda: workers.ready, "the worker processes")
+    pool = workers.pool
+    stuck = [pool.submit(time.sleep, 60) for _ in range(workers.size)]  # stand-ins for jobs that ignore budgets
+    for job in stuck:
+        job.hwsim_pool = pool
+    bodies = [{"workload": "resnet50", "loader_workers": k, "steps": 60} for k in (2, 3, 5, 7)]
+    beside = [asyncio.ensure_future(_post(jp_fetch, "simulate", b, params={"suggest": "0"})) for b in bodies]
+    await _until(lambda: len(pool._pending_work_items) == len(stuck) + len(bodies), "the requests in the pool")
+    workers.reap(stuck[0])
+    for body, resp in zip(bodies, await asyncio.gather(*beside)):
+        assert resp.code == 200, _json(resp)
+        assert _json(resp)["throughput"] == simulate(Scenario(**body), suggest=False).throughput
+    for job in stuck:
+        with pytest.raises(BrokenProcessPool):
+            job.result(timeout=30)
+    assert workers.pool is not pool
+    await _until(lambda: workers.ready, "the new worker processes")
+    resp = await _post(jp_fetch, "simulate", {"workload": "resnet50", "steps": 60}, params={"suggest": "0"})
+    assert resp.code == 200, _json(resp)
+
+
+async def test_a_worker_process_that_ends_on_its_own_is_replaced(jp_fetch, jp_serverapp):
+    """A worker process killed from outside (the out-of-memory killer, an operator) breaks the pool. Nothing
+    replaced it, so every later simulation failed; now the request that meets it runs once more, and new worker
+    processes start."""
+    workers = _workers(jp_serverapp)
+    await _until(lambda: workers.ready, "the worker processes")
+    pool = workers.pool
+    victim = next(iter(pool._processes.values()))
+    victim.kill()
+    victim.join(30)
+    for k in (2, 3, 5):
+        body = {"workload": "resnet50", "loader_workers": k, "steps": 60}
+        resp = await _post(jp_fetch, "simulate", body, params={"suggest": "0"})
+        assert resp.code == 200, _json(resp)
+        assert _json(resp)["throughput"] == simulate(Scenario(**body), suggest=False).throughput
+    await _until(lambda: workers.ready and workers.pool is not pool, "the new worker processes")
+    resp = await _post(jp_fetch, "simulate", {"workload": "resnet50", "steps": 60}, params={"suggest": "0"})
+    assert resp.code == 200, _json(resp)
+
+
+async def test_the_estimate_of_a_model_the_user_gave_runs_in_a_worker_not_in_the_servers_thread(jp_fetch, jp_serverapp):
+    """Estimates run in the server's thread, which cannot be stopped. A custom model's may take many seconds (its
+    size is the user's): it goes to a worker process, so the estimates of others are answered meanwhile."""
+    workers = _workers(jp_serverapp)
+    await _until(lambda: workers.ready, "the worker processes")
+    jp_serverapp.web_app.settings["hwsim_limits"].timeout_s = 2.0
+    huge = {"arch": "convnext", "patch": 4, "depths": [1024] * 16, "dims": [8] * 16, "num_classes": 10,
+            "input_bytes_per_sample": 150000, "preprocess_ms_per_sample": 1.0, "default_batch_size": 32}  # fmt: skip
+    held = asyncio.ensure_future(_post(jp_fetch, "estimate", {"workload": huge}))
+    await _until(lambda: len(workers.pool._pending_work_items) == 1, "the custom model's estimate in a worker", 30)
+    resp = await _post(jp_fetch, "estimate", {"workload": "resnet50", "loader_workers": 3})
+    assert resp.code == 200, _json(resp)
+    resp = await held
+    assert resp.code == 504 and "the estimate was still running" in _json(resp)["error"]["message"]
 
 
 LOAD_CLIENT = r"""

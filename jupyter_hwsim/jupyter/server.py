@@ -46,6 +46,7 @@ from ..core.scenario import (
     COMMON_FIELDS,
     FIELDS,
     FUSIONS,
+    IMPORTED,
     KIND_FIELDS,
     KINDS,
     PRECISIONS,
@@ -192,7 +193,14 @@ def prefill(cache: ResultCache) -> None:
         pass
 
 
-GRACE = 0.5  # a simulation stops itself half a budget after its 504 (at 1.5 budgets if it started at once)
+GRACE_S = 1.0  # a job past its budget stops itself this long after its 504 (half the budget if that is shorter)
+REAP_S = 0.5  # and if it has not (a stretch of work without a budget check), its worker is terminated this long after
+
+
+def grace_s(budget_s: float) -> float:
+    """How long after its 504 a job stops itself. Not at the 504 itself: the answer is the 504, not the job's own
+    budget error racing it. Short, so the worker is free again within a couple of seconds of the budget."""
+    return min(GRACE_S, 0.5 * budget_s)
 
 
 def compute_by(deadline: float, grace_s: float, method: str, scenario: dict, seed: int, suggest):
@@ -276,28 +284,44 @@ class Workers:
 
     def submit(self, deadline: float, method: str, scenario: dict, seed: int, suggest) -> Future:
         # estimates (closed form, milliseconds: the preview while a slider moves) run in the server's thread, so
-        # they never queue behind simulations in the pool
-        pooled = method != "estimate" and self.ready and self.pool is not None
+        # they never queue behind simulations in the pool. Not those of a model the user gave (a table or a file):
+        # its size is theirs, an estimate of 57,000 operators and its charts take 14 s, and the thread cannot be
+        # stopped; a worker can.
+        w = scenario.get("workload")
+        own_model = isinstance(w, dict) or (isinstance(w, str) and w.strip().lower().startswith(IMPORTED))
+        pooled = (method != "estimate" or own_model) and self.ready and self.pool is not None
         executor = self.pool if pooled else self.local
-        grace = GRACE * self.limits.timeout_s
-        job = executor.submit(compute_by, deadline, grace, method, scenario, seed, suggest)
+        grace = grace_s(self.limits.timeout_s)
+        try:
+            job = executor.submit(compute_by, deadline, grace, method, scenario, seed, suggest)
+        except BrokenProcessPool:  # a worker process ended on its own: new ones start, and this one runs here
+            self.replace(executor, "a worker process ended")  # type: ignore[arg-type]
+            executor = self.local
+            job = executor.submit(compute_by, deadline, grace, method, scenario, seed, suggest)
         job.hwsim_pool = executor if executor is self.pool else None  # type: ignore[attr-defined]
         return job
 
     def reap(self, job: Future) -> None:
-        """Called GRACE budgets after the 504 of a job that was running. A job still running then ignores its own
-        time budget: the worker processes are stopped and new ones started (requests running beside it get a 503
-        and may try again). A job in the server's thread cannot be stopped; it relies on its budget alone."""
+        """Called grace_s + REAP_S after the 504 of a job that was running. A job still running then ignores its
+        own time budget: the worker processes are stopped and new ones started. The jobs beside it fail (running)
+        or are cancelled (waiting), and their requests run once more within their budget (ComputeHandler). A job
+        in the server's thread cannot be stopped; it relies on its budget alone."""
         if job.done() or getattr(job, "hwsim_pool", None) is None:
             return
+        self.replace(job.hwsim_pool, "a simulation outlived its time budget")  # type: ignore[attr-defined]
+
+    def replace(self, pool: ProcessPoolExecutor | None, why: str) -> None:
+        """Stop the worker processes of `pool` and start new ones, unless that was done already (or the server
+        is stopping). Also for a pool broken by a worker that ended on its own (killed, out of memory): nothing
+        else would replace it, and every later simulation would fail."""
         with self.lock:
-            if self.closed or job.hwsim_pool is not self.pool:  # type: ignore[attr-defined]
+            if self.closed or pool is None or pool is not self.pool:
                 return
-            pool, self.pool, self.ready = self.pool, None, False
+            self.pool, self.ready = None, False
         for p in list((getattr(pool, "_processes", None) or {}).values()):  # no public handle before 3.14
             p.terminate()
         pool.shutdown(wait=False, cancel_futures=True)
-        self._note("jupyter_hwsim: %s", "a simulation outlived its time budget; the worker processes were restarted")
+        self._note("jupyter_hwsim: %s; the worker processes were restarted", why)
         self.start_pool()
 
     def shutdown(self) -> None:
@@ -393,15 +417,29 @@ class ComputeHandler(_Base):
                 if cached is not None:
                     self.set_header("X-Hwsim-Cache", "hit")
                     return self.finish(cached)
-            job = self.settings["hwsim_workers"].submit(deadline, self.method, scenario, int(seed_text), suggest)
-            try:
-                status, text = await asyncio.wait_for(asyncio.wrap_future(job), timeout=limits.timeout_s)
-            except TimeoutError:
-                return self.fail(504, **self.late(job, s))
-            except BrokenProcessPool:
-                return self.fail(
-                    503, "the worker processes were restarted (a simulation outlived its budget); try again"
-                )
+            workers = self.settings["hwsim_workers"]
+            for attempt in range(2):
+                job = workers.submit(deadline, self.method, scenario, int(seed_text), suggest)
+                try:
+                    status, text = await asyncio.wait_for(
+                        asyncio.wrap_future(job), timeout=max(0.0, deadline - time.time())
+                    )
+                    break
+                except TimeoutError:
+                    return self.fail(504, **self.late(job, s))
+                except (BrokenProcessPool, asyncio.CancelledError) as e:
+                    # the worker processes were restarted under it (another request outlived its budget: a job
+                    # running beside it fails, one still waiting is cancelled), or one of them ended: once more, on
+                    # new ones or in the server's thread, within what is left of its budget
+                    task = asyncio.current_task()
+                    stopping = workers.closed or bool(task and task.cancelling())
+                    if isinstance(e, asyncio.CancelledError) and (stopping or not job.cancelled()):
+                        raise  # this request itself is cancelled: the server is stopping
+                    workers.replace(getattr(job, "hwsim_pool", None), "a worker process ended")
+                    if attempt or stopping:
+                        return self.fail(
+                            503, "the worker processes were restarted (a simulation outlived its budget); try again"
+                        )
         if status == 200 and key is not None:
             cache.put(key, text)
         self.set_status(status)
@@ -416,7 +454,7 @@ class ComputeHandler(_Base):
         if job.cancel():  # still queued: it never started, and now it never will
             return {"message": f"{head}: it was still waiting for a free worker; try again shortly", **error}
         workers = self.settings["hwsim_workers"]
-        asyncio.get_running_loop().call_later(GRACE * budget + 1.0, workers.reap, job)
+        asyncio.get_running_loop().call_later(grace_s(budget) + REAP_S, workers.reap, job)
         if self.method in ("simulate", "trace"):
             return {
                 "message": f"{head}: the simulation of steps={s.steps} was still running; fewer steps finish sooner",

@@ -429,3 +429,29 @@ async def test_trace_is_the_simulated_timeline_as_a_chrome_trace(jp_fetch):
     assert trace == simulate(Scenario(**s), seed=0, suggest=False).to_chrome_trace()
     bad = await _post(jp_fetch, "trace", {"gpu": "a1000"})
     assert bad.code == 400 and _json(bad)["error"]["field"] == "gpu"
+
+
+def _ignore_sigterm_and_sleep(ready):
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    ready.set()
+    time.sleep(60)
+
+
+def test_a_worker_that_ignores_sigterm_is_killed():
+    """stop() sends SIGTERM, then SIGKILL to a process still alive after KILL_AFTER_S (a child inherits an ignored
+    SIGTERM), without waiting for it in the caller."""
+    import multiprocessing
+
+    from jupyter_hwsim.jupyter.server import KILL_AFTER_S, stop
+
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Event()
+    p = ctx.Process(target=_ignore_sigterm_and_sleep, args=(ready,))
+    p.start()
+    assert ready.wait(60)  # its SIGTERM is ignored from here on
+    stop([p])
+    assert p.is_alive()  # SIGTERM alone does not end it, and stop() returned at once
+    p.join(KILL_AFTER_S + 10)
+    assert not p.is_alive()

@@ -225,6 +225,26 @@ def warm() -> int:
     return os.getpid()
 
 
+KILL_AFTER_S = 2.0  # a worker that has not ended this long after SIGTERM is killed
+
+
+def stop(processes) -> None:
+    """End worker processes: SIGTERM now, and SIGKILL for any still alive KILL_AFTER_S later (one that ignores
+    SIGTERM, as a child inherits an ignored signal, or is busy in a system call), from a thread, so that nothing
+    waits here."""
+    for p in processes:
+        p.terminate()
+
+    def kill_stragglers():
+        deadline = time.monotonic() + KILL_AFTER_S
+        for p in processes:
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+
+    threading.Thread(target=kill_stragglers, name="hwsim-stop-workers", daemon=True).start()
+
+
 class Workers:
     """Where simulations run: the pool of worker processes once one of them is warm, one thread of the server
     process until then. start() warms that thread first (it answers the first requests) and then the pool, whose
@@ -318,8 +338,7 @@ class Workers:
             if self.closed or pool is None or pool is not self.pool:
                 return
             self.pool, self.ready = None, False
-        for p in list((getattr(pool, "_processes", None) or {}).values()):  # no public handle before 3.14
-            p.terminate()
+        stop(list((getattr(pool, "_processes", None) or {}).values()))  # no public handle before 3.14
         pool.shutdown(wait=False, cancel_futures=True)
         self._note("jupyter_hwsim: %s; the worker processes were restarted", why)
         self.start_pool()
@@ -331,9 +350,7 @@ class Workers:
             pool, self.pool = self.pool, None
         self.local.shutdown(wait=False, cancel_futures=True)
         if pool is not None:
-            processes = list((getattr(pool, "_processes", None) or {}).values())  # no public handle before 3.14
-            for p in processes:
-                p.terminate()
+            stop(list((getattr(pool, "_processes", None) or {}).values()))  # no public handle before 3.14
             pool.shutdown(wait=True, cancel_futures=True)
 
 

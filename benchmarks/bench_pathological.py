@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -41,8 +40,8 @@ import urllib.error
 import urllib.request
 
 import psutil  # the test extra
+from local_server import TOKEN, command, free_port
 
-TOKEN = "hwsim-bench-token"
 CLIENTS = 10
 BEFORE_S = 5.0  # normal load before the pathological request
 AFTER_S = 6.0  # normal load after everything has recovered
@@ -61,12 +60,6 @@ CASES = {
     "unchecked": ("simulate?seed=0&suggest=0", {"workload": _CONVNEXT}),  # too big for the suggestion search
     "estimate": ("estimate", {"workload": _CONVNEXT}),
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _call(url: str, body: dict | None = None, timeout: float = 120.0) -> dict:
@@ -336,19 +329,10 @@ def run_case(base: str, watch: Watch, name: str) -> dict:
 
 
 def serve_and_run(name: str) -> dict:
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [
-            os.path.join(os.path.dirname(sys.executable), "jupyter-server"),
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            "--no-browser",
-            "--allow-root",
-            f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={tmp}",
-        ]
-        env = {**os.environ, "JUPYTER_RUNTIME_DIR": os.path.join(tmp, "runtime")}
+        cmd, env = command(port, tmp)
         proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         watch = Watch(proc)
         try:

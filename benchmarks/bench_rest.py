@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,14 +23,9 @@ import time
 import urllib.error
 import urllib.request
 
-TOKEN = "hwsim-bench-token"
+from local_server import TOKEN, command, free_port
+
 _HTTP = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _call(url: str, body: dict | None = None, timeout: float = 120.0) -> tuple[int, float, bool]:
@@ -122,19 +116,10 @@ def run_round(base: str, clients: int, values: int) -> dict:
 
 
 def main(clients: int = 10, values: int = 20) -> dict:
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [
-            os.path.join(os.path.dirname(sys.executable), "jupyter-server"),
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            "--no-browser",
-            "--allow-root",
-            f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={tmp}",
-        ]
-        env = {**os.environ, "JUPYTER_RUNTIME_DIR": os.path.join(tmp, "runtime")}
+        cmd, env = command(port, tmp)
         proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             for _ in range(600):  # at most ~60 s

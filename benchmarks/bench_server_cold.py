@@ -9,8 +9,6 @@ to start and answer 504). Loopback only; every loop is bounded. Run: python benc
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,14 +16,9 @@ import time
 import urllib.error
 import urllib.request
 
-TOKEN = "hwsim-bench-token"
+from local_server import TOKEN, command, free_port
+
 BODY = {"kind": "training"}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _request(url: str, body: dict | None = None, timeout: float = 60.0) -> tuple[int, dict]:
@@ -40,19 +33,10 @@ def _request(url: str, body: dict | None = None, timeout: float = 60.0) -> tuple
 
 
 def one_run(app: str = "server") -> dict:
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}/hwsim/api"
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [
-            os.path.join(os.path.dirname(sys.executable), f"jupyter-{app}"),  # as `jupyter server` / `jupyter lab`
-            "--ip=127.0.0.1",
-            f"--port={port}",
-            "--no-browser",
-            "--allow-root",
-            f"--IdentityProvider.token={TOKEN}",
-            f"--ServerApp.root_dir={tmp}",
-        ]
-        env = {**os.environ, "JUPYTER_RUNTIME_DIR": os.path.join(tmp, "runtime")}
+        cmd, env = command(port, tmp, app)  # as `jupyter server` / `jupyter lab`
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:

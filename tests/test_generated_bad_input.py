@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from IPython.terminal.interactiveshell import TerminalInteractiveShell
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
+from test_bad_input import GPU  # a valid custom device, the one the hand-written cases use
 
 from jupyter_hwsim import HwsimError, Result, Scenario, estimate, simulate
 from jupyter_hwsim.cli import main as cli_main
@@ -90,18 +91,6 @@ def _nested(depth: int, leaf=1, as_list: bool = False):
 DEEP = st.builds(_nested, st.integers(1, 60), SCALARS, st.booleans())
 
 # valid custom catalogue entries: a generated one changes, drops or adds one key (a deep check must catch it)
-GPU = {
-    "name": "test GPU",
-    "memory_gb": 80,
-    "memory_bandwidth_gbs": 2000,
-    "peak_tflops": {"bf16": 300, "fp32": 20},
-    "parallel_units": 100,
-    "compute_efficiency": 0.8,
-    "memory_efficiency": 0.9,
-    "launch_overhead_us": 1.0,
-    "tile": 128,
-    "workspace_gb": 0.5,
-}
 PIPE = {"input_bytes_per_sample": 4096, "preprocess_ms_per_sample": 0.01, "default_batch_size": 64}
 ENGINE = {"fusion": "eager", "fuses": [], "issue_us": 5.0, "call_us": 1.0, "autocast_us": 0.0, "backward_us": 1.0,
           "step_us": 10.0, "trains": True}  # fmt: skip

@@ -255,8 +255,15 @@ def rates(m: Machine) -> Rates:
         dev["launch_overhead_us"] * 1e-6,
         dev["parallel_units"],
         dev["tile"],
-        dev.get("matmul_latency_us", catalog.defaults("gpus")["matmul_latency_us"]) * 1e-6,
+        _matmul_latency_us(dev) * 1e-6,
     )
+
+
+def _matmul_latency_us(dev: dict) -> float:
+    """The device's matmul fixed time; a custom device without one takes the catalogue's default (built-in
+    entries carry it already)."""
+    value = dev.get("matmul_latency_us")
+    return float(catalog.defaults("gpus")["matmul_latency_us"] if value is None else value)
 
 
 def with_fixed_time(op, r: Rates, kernels: int, t_c: float, t_m: float) -> tuple[float, float]:

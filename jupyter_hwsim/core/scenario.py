@@ -544,6 +544,18 @@ def _default(name: str) -> Any:
     return FIELDS[name].default
 
 
+def _refuse_unknown(data: dict) -> None:
+    """A key that is no scenario field is refused, with the nearest field's name."""
+    unknown = [k for k in data if k not in FIELDS]
+    if unknown:
+        raise HwsimError(
+            unknown[0],
+            data[unknown[0]],
+            "a known scenario field",
+            did_you_mean(unknown[0], FIELDS) or "see `python -m jupyter_hwsim help`",
+        )
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One pipeline; a field left as None takes its catalogue entry's value."""
@@ -726,14 +738,7 @@ class Scenario:
         """A scenario from a plain dict; unknown keys are refused with a suggestion."""
         if not isinstance(data, dict):
             raise HwsimError("scenario", data, "an object of field: value pairs")
-        unknown = [k for k in data if k not in FIELDS]
-        if unknown:
-            raise HwsimError(
-                unknown[0],
-                data[unknown[0]],
-                "a known scenario field",
-                did_you_mean(unknown[0], FIELDS) or "see `python -m jupyter_hwsim help`",
-            )
+        _refuse_unknown(data)
         return cls(**data)
 
     def field_warnings(self) -> list[str]:
@@ -772,14 +777,7 @@ class Scenario:
     def replace(self, **changes) -> Scenario:
         """A new scenario with some fields changed, validated like any other: the changed fields are checked
         (the rest were checked when this one was made) and every check that spans fields runs again."""
-        unknown = [k for k in changes if k not in FIELDS]
-        if unknown:
-            raise HwsimError(
-                unknown[0],
-                changes[unknown[0]],
-                "a known scenario field",
-                did_you_mean(unknown[0], FIELDS) or "see `python -m jupyter_hwsim help`",
-            )
+        _refuse_unknown(changes)
         changes = dict(changes)
         if "fusion" in changes and "engine" not in changes:
             changes["engine"] = None  # fusion names an engine: the new fusion picks it

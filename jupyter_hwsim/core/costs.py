@@ -324,17 +324,30 @@ def step_cost(m: Machine, batch: int | None = None, seq: int | None = None) -> S
     return c
 
 
+def fused_classes(m: Machine) -> frozenset:
+    """Operator classes the engine fuses away in this scenario. An attention's scale and mask go with its softmax
+    or into its neighbours wherever the engine fuses either. Batch normalization folds into the convolution's
+    weights only at inference: a training step normalizes with its own batch's statistics, which need the
+    convolution's output first (a reduction over it), so a training step pays batchnorm's passes on any engine."""
+    fuses = frozenset(m.engine["fuses"])
+    if fuses & {"softmax", "elementwise"}:
+        fuses |= {"mask"}
+    return fuses - {"batchnorm"} if m.s.traits.trains else fuses
+
+
 def _build_step_cost(m: Machine) -> StepCost:
     b, training = m.batch, m.s.traits.trains
     measured = m.workload["arch"] == "measured"  # a recorded step already holds its backward and optimizer
     r = rates(m)
     wb, ab = weight_bytes(m.s), activation_bytes(m.s.precision, m.s.traits.generates)
-    fused = set(m.engine["fuses"])
+    fused = fused_classes(m)
     transposes = nchw_transposes(m)
     c = StepCost()
     backward = [("bwd", BACKWARD_FLOPS_FACTOR, BACKWARD_MATMUL_KERNELS)]
     passes = [("fwd", 1.0, 1)] + (backward if training and not measured else [])
     for op in workloads.operators(m.workload, m.seq):
+        if op.training and not training:
+            continue
         is_fused = op.cls in fused
         for tag, scale, n_mm in passes:
             flops, nbytes, t_c, t_m = roofline(
@@ -465,10 +478,15 @@ def forget() -> None:
     _SUMS.clear()
 
 
+# operator classes whose output backward does not keep: in-place elementwise ops (ReLU(inplace=True), add_), and an
+# attention's scale and mask (their gradient passes through; the softmax keeps its own output)
+UNSAVED_CLASSES = ("elementwise", "mask")
+
+
 def op_sums(ops: tuple, fused: frozenset = frozenset()) -> dict:
     """Sums over an operator list that every run needs: parameters, tensors that hold some, the largest input plus
-    output of one operator, and the activations training saves for backward (fused and in-place elementwise
-    operators save none). Memoized on the list itself (the catalogue builds each list once and shares it), so the
+    output of one operator, and the activations training saves for backward (fused operators and UNSAVED_CLASSES
+    save none). Memoized on the list itself (the catalogue builds each list once and shares it), so the
     suggestion search's many runs sum it once."""
     key = (id(ops), fused)
     hit = _SUMS.get(key)
@@ -478,7 +496,7 @@ def op_sums(ops: tuple, fused: frozenset = frozenset()) -> dict:
         "params": sum(op.params for op in ops),
         "tensors": sum(1 for op in ops if op.params),
         "max_io": max(op.act_in + op.act_out for op in ops),
-        "saved": sum(op.act_out for op in ops if op.cls not in fused and op.cls != "elementwise"),
+        "saved": sum(op.act_out for op in ops if op.cls not in fused and op.cls not in UNSAVED_CLASSES),
     }
     if len(_SUMS) >= 64:  # custom workloads build a new list per run: keep only a few
         _SUMS.clear()
@@ -494,7 +512,7 @@ def memory(m: Machine) -> dict:
     """Device memory: weights, gradients, optimizer state, activations, workspace (GB)."""
     p, wb, ab = parameters(m), weight_bytes(m.s), activation_bytes(m.s.precision, m.s.traits.generates)
     training = m.s.traits.trains
-    sums = op_sums(workloads.operators(m.workload, m.seq), frozenset(m.engine["fuses"]))
+    sums = op_sums(workloads.operators(m.workload, m.seq), fused_classes(m))
     if training:  # saved for backward; in-place elementwise ops (ReLU(inplace=True), add_) save nothing more
         act = sums["saved"] * m.batch * ab
     else:

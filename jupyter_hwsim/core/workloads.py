@@ -23,6 +23,7 @@ SOFTMAX_FLOPS_PER_ELEMENT = 5.0  # max, subtract, exp, sum, divide (assumption: 
 NORM_FLOPS_PER_ELEMENT = 5
 ACTIVATION_FLOPS_PER_ELEMENT = 8
 ROPE_FLOPS_PER_ELEMENT = 3
+MASK_FLOPS_PER_ELEMENT = 2  # scale and mask add of an attention score
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Op:
     """
 
     name: str
-    cls: str  # matmul | elementwise | norm | batchnorm | softmax
+    cls: str  # matmul | elementwise | norm | batchnorm | softmax | mask
     flops: float
     act_in: float
     act_out: float
@@ -46,6 +47,7 @@ class Op:
     kernels: int = 1
     conv: bool = False  # a convolution: its layout matters to tensor cores (costs.nchw_transposes)
     vector: bool = False  # no tensor-core form (a depthwise convolution): runs at the vector units' rate
+    training: bool = False  # runs in a training step only (dropout: an identity at inference)
 
 
 # Tensor cores take a convolution whose every group reduces over at least 8 input channels (fp16; NVIDIA, "Tensor
@@ -262,7 +264,10 @@ def _experts(op: Op, w: dict) -> Op:
     return Op(op.name, op.cls, op.flops * k, op.act_in * k, op.act_out * k, op.params * e, op.rows * k, op.cols)
 
 
-def _transformer_layers(w: dict, s: int) -> list[Op]:
+def _transformer_layers(w: dict, s: int, masked: bool = True) -> list[Op]:
+    """The layers of a transformer over s positions. masked: its attention masks the scores (causal, or a padding
+    mask) in a pass of its own before the softmax (attn.mask, with the scaling: a naive attention's; a fused or
+    flash attention, or a softmax that takes the mask, does it inside). A ViT's or Whisper encoder's is not."""
     h, heads, kv = w["hidden"], w["heads"], w.get("kv_heads", w["heads"])
     (d, q), f = _head_dims(w), w["ffn"]
     t = min(s, w.get("sliding_window") or s)  # keys each query attends to
@@ -279,10 +284,12 @@ def _transformer_layers(w: dict, s: int) -> list[Op]:
         ]
         if w.get("experts"):
             ffn = [_linear(f"{p}.ffn.router", s, h, w["experts"]), *(_experts(op, w) for op in ffn)]
+        mask = [_pointwise(f"{p}.attn.mask", "mask", heads * s * t, flops_per=MASK_FLOPS_PER_ELEMENT)] if masked else []
         ops += [
             _pointwise(f"{p}.ln1", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
             _linear(f"{p}.qkv", s, h, q + 2 * kv * d),
             Op(f"{p}.attn.scores", "matmul", 2.0 * s * t * q, (s + t) * q, heads * s * t, 0, s, t, heads),
+            *mask,
             Op(
                 f"{p}.attn.softmax",
                 "softmax",
@@ -293,14 +300,23 @@ def _transformer_layers(w: dict, s: int) -> list[Op]:
                 heads * s * t,
                 1,
             ),
+            *_dropout(f"{p}.attn.dropout", heads * s * t, w.get("attention_dropout", 0.0)),
             Op(f"{p}.attn.context", "matmul", 2.0 * s * t * q, heads * s * t + t * q, s * q, 0, s, d, heads),
             _linear(f"{p}.attn.out", s, q, h),
+            *_dropout(f"{p}.attn.out_dropout", s * h, w.get("hidden_dropout", 0.0)),
             _pointwise(f"{p}.add1", "elementwise", s * h, n_in=2),
             _pointwise(f"{p}.ln2", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
             *ffn,
+            *_dropout(f"{p}.ffn.dropout", s * h, w.get("hidden_dropout", 0.0)),
             _pointwise(f"{p}.add2", "elementwise", s * h, n_in=2),
         ]
     return ops
+
+
+def _dropout(name: str, elems: float, p: float) -> list[Op]:
+    """A dropout of probability p > 0: one pass over its input in a training step (it draws its mask and scales
+    what it keeps), none at inference."""
+    return [dataclasses.replace(_pointwise(name, "elementwise", elems), training=True)] if p > 0 else []
 
 
 def _transformer(w: dict, s: int) -> list[Op]:
@@ -371,7 +387,8 @@ def _encoder_decoder(w: dict, s: int) -> list[Op]:
         ]  # fmt: skip
     else:  # the source tokens: a row gather from the shared table, whose parameters the decoder's embedding holds
         ops.append(Op("encoder.embedding", "elementwise", 0.0, t, t * h, 0.0, t * h, 1))
-    ops += _renamed(_transformer_layers({**w, "layers": w["encoder_layers"]}, t), "layer", "encoder.layer")
+    encoder = _transformer_layers({**w, "layers": w["encoder_layers"]}, t, masked=not w.get("mel_bins"))
+    ops += _renamed(encoder, "layer", "encoder.layer")
     ops.append(_pointwise("encoder.ln_f", "norm", t * h, flops_per=NORM_FLOPS_PER_ELEMENT))
     table = (0 if w.get("tie_embeddings") else vocab * h) + w.get("positions", 0) * h
     ops.append(Op("embedding", "elementwise", 0.0, s, s * h, table, s * h, 1))
@@ -488,7 +505,7 @@ def _vit(w: dict) -> list[Op]:
     op, _ = _conv("patch_embed", 3, h, patch, patch, px)
     return [
         op,
-        *_transformer_layers(w, s),
+        *_transformer_layers(w, s, masked=False),
         _pointwise("ln_f", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
         Op(
             "head", "matmul", 2.0 * h * w["num_classes"], h, w["num_classes"], h * w["num_classes"], 1, w["num_classes"]
@@ -619,6 +636,8 @@ _KEYS = {
         "dims": ("ints", 1, 1 << 20, False),
         "kernel": ("int", 1, 65536, False),
         "mlp_ratio": ("int", 1, 64, False),
+        "attention_dropout": ("num", 0, 1, False),
+        "hidden_dropout": ("num", 0, 1, False),
     },
 }
 _BUILDERS_GPU = ("memory_gb", "memory_bandwidth_gbs", "peak_tflops", "parallel_units", "compute_efficiency",
@@ -760,7 +779,8 @@ def _check_stages(stages) -> None:
             _check_key(f"workload.stages[{i}].{field}", v, ("int", 0 if field == "layers" else 1, 65536, False))
 
 
-_OP_CLASSES = ("matmul", "elementwise", "norm", "batchnorm", "softmax")
+_OP_CLASSES = ("matmul", "elementwise", "norm", "batchnorm", "softmax", "mask")
+_OP_FLAGS = tuple(f.name for f in dataclasses.fields(Op) if isinstance(f.default, bool))  # conv, vector, training
 
 
 def _check_ops(ops) -> None:
@@ -777,7 +797,7 @@ def _check_ops(ops) -> None:
             raise HwsimError(f"workload.ops[{i}].cls", op["cls"], "one of " + ", ".join(_OP_CLASSES))
         for key in names:
             v = op.get(key)
-            if key in ("conv", "vector"):
+            if key in _OP_FLAGS:
                 if v is not None and not isinstance(v, bool):
                     raise HwsimError(f"workload.ops[{i}].{key}", v, "true or false")
             elif (

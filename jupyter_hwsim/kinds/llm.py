@@ -55,7 +55,7 @@ class DecodeCost:
     _lin: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        fused = set(self.m.engine["fuses"])
+        fused = costs.fused_classes(self.m)
         flash = "softmax" in fused  # fused attention: scores never written to HBM
         heads = self.m.workload["heads"]
         for op in self.per_ctx:
@@ -96,7 +96,7 @@ class DecodeCost:
 
         An operator that reads weights does so at the engine's decode kernels' share of the bandwidth for this
         weight format (its dequantising GEMV: int4 is neither twice int8 nor equal to it unless they say so)."""
-        fused = set(self.m.engine["fuses"])
+        fused = costs.fused_classes(self.m)
         eff = decode_bw_efficiency(self.m)
         out = {}
         for name, op, n in workloads.decode_groups(self.m.workload):

@@ -96,6 +96,13 @@ def _field(cfg: dict, role: str, default=None):
     raise HwsimError(f"workload.{_KEYS[role][0]}", None, "a positive integer in the config")
 
 
+# the config keys of each family's dropout probabilities (BERT/RoBERTa/ViT, GPT-2/Phi, Llama/Qwen2/GPT-NeoX)
+DROPOUT_KEYS = {
+    "attention_dropout": ("attention_probs_dropout_prob", "attn_pdrop", "attention_dropout"),
+    "hidden_dropout": ("hidden_dropout_prob", "resid_pdrop", "hidden_dropout"),
+}
+
+
 def from_hf_config(path_or_dict, name=None, source=None) -> dict:
     """A workload dict (catalogue vocabulary) from a Hugging Face config.json path or its dict.
 
@@ -133,6 +140,15 @@ def from_hf_config(path_or_dict, name=None, source=None) -> dict:
     if head_dim is not None and head_dim != h // heads:
         w["head_dim"] = head_dim
     sources = {"layers": f"{spec}: model_type {mt}"}
+    for field, keys in DROPOUT_KEYS.items():  # dropout: passes of their own in a training step
+        key = next((k for k in keys if cfg.get(k) is not None), None)
+        if key is not None:
+            p = cfg[key]
+            if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
+                raise HwsimError(f"workload.{key}", p, "a probability >= 0 and < 1", f"in {spec}")
+            if p > 0:
+                w[field] = float(p)
+                sources[field] = f"{spec}: {key}"
     if fam.kind == "vision":
         return _vision(cfg, w, sources, spec)
     _, vocab = _field(cfg, "vocab")

@@ -40,6 +40,7 @@ FAMILIES = [
     (r"^llamacpp-pr", "llamacpp-prs"),  # comments on llama.cpp pull requests
     (r"^exllama", "exllama-readmes"),  # ExLlama v1 and v2 READMEs, one author
     (r"^vllm-blog-", "vllm-blog"),  # vLLM project blog posts
+    (r"^timm-bench-", "timm-benchmarks"),  # timm results/benchmark-*.csv, one author and script, per GPU
 ]
 
 
@@ -172,6 +173,15 @@ def _gptj() -> dict:
 MODELS = [
     (r"^ResNet-50", "resnet50", ""),
     (r"^ResNet-18", "resnet18", ""),
+    # timm model names (results/benchmark-*.csv): each is the catalogue architecture at its own input size
+    (r"^resnet50 \(timm", "resnet50", "timm resnet50: the v1.5 layout (stride in the 3x3 conv), as the catalogue"),
+    (r"^resnet101 \(timm", "resnet101", "timm resnet101: the v1.5 layout, as the catalogue"),
+    (r"^resnet152 \(timm", "resnet152", "timm resnet152: the v1.5 layout, as the catalogue"),
+    (r"^vit_small_patch16_224 \(timm", "vit-s16", ""),
+    (r"^vit_base_patch16_224 \(timm", "vit-b16", ""),
+    (r"^vit_large_patch16_224 \(timm", "vit-l16", ""),
+    (r"^efficientnet_b0 \(timm", "efficientnet-b0", ""),
+    (r"^convnext_tiny \(timm", "convnext-t", ""),
     (r"^BERT-large", "bert-large", ""),
     (r"^ImageNet-2012 (val|train) JPEG loading", "resnet50", "the ResNet-50 input pipeline (ImageNet JPEGs)"),
     (r"^SSD300", None, "SSD300 detector: not in the catalogue, no importer for it"),
@@ -258,6 +268,7 @@ ENGINES = [
     (r"^exllamav2", ("exllamav2", "eager")),
     (r"^exllama", ("exllama", "eager")),
     (r"ffcv", ("pytorch-eager+ffcv", "eager")),
+    (r"^torch\.compile \(inductor\)", ("torch-compile", "compiled")),  # default mode: no CUDA graphs
     (r"^pytorch|torchvision", ("pytorch-eager", "eager")),
 ]
 ENGINE_FIELD = "engine"  # "engine" once Scenario has it: each case then carries engine=<catalogue id> instead of fusion
@@ -268,6 +279,7 @@ ENGINE_CATALOGUE = {
     "pytorch-dataloader": "pytorch-eager",
     "dali-cpu": "pytorch-eager",
     "gpt-fast": "cuda-graphs",  # torch.compile(mode="reduce-overhead")
+    "torch-compile": "torch-compile",
     "tensorflow+xla": "xla",
     "tensorrt": "tensorrt",
     "tensorrt-llm": "tensorrt-llm",

@@ -46,3 +46,15 @@ def test_the_layout_is_suggested_where_it_helps():
     x = next(x for x in r.suggestions if x["change"] == "channels_last=true")
     assert x["shown"] and x["speedup"] > 1.15
     assert not any("channels_last" in x["fields"] for x in estimate(Scenario(kind="llm")).suggestions)
+
+
+def test_depthwise_convolutions_pay_no_transposes():
+    """A depthwise convolution runs on the vector units in either layout: only EfficientNet's tensor-core
+    convolutions pay the NCHW transposes."""
+    s = Scenario(kind="inference", gpu="a100", workload="efficientnet-b0", precision="fp16", batch_size=64)
+    m = costs.resolve(s)
+    ops = workloads.operators(m.workload, m.seq)
+    assert any(op.conv and op.vector for op in ops)
+    ab = costs.activation_bytes("fp16", False)
+    extra = sum(2.0 * (op.act_in + op.act_out) * 64 * ab for op in ops if op.conv and not op.vector)
+    assert _bytes(s) - _bytes(s.replace(channels_last=True)) == pytest.approx(extra)

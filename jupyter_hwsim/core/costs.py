@@ -357,7 +357,7 @@ def _build_step_cost(m: Machine) -> StepCost:
                 extra = op.act_in * b * ab * scale  # batch statistics: one more pass over the input
                 nbytes += extra
                 t_m += extra / r.bw
-            if transposes and op.conv:  # NCHW in, NHWC for the tensor cores, NCHW out: each read and written
+            if transposes and op.tensor_core_conv:  # NCHW in, NHWC for the tensor cores, NCHW out: read and written
                 extra = 2.0 * (op.act_in + op.act_out) * b * ab * scale
                 nbytes += extra
                 t_m += extra / r.bw
@@ -405,7 +405,7 @@ TENSOR_CORE_FORMATS = ("tf32", "fp16", "bf16", "fp8", "int8")
 
 
 def nchw_transposes(m: Machine) -> bool:
-    """Whether each convolution pays two layout transposes: an engine that keeps PyTorch's default NCHW layout
+    """Whether each tensor-core convolution pays two layout transposes: an engine that keeps PyTorch's default NCHW layout
     (engines.toml conv_layout), a scenario that did not ask for channels_last, and NVIDIA tensor cores, whose
     convolutions run in NHWC (cuDNN transposes NCHW tensors in and out)."""
     return (

@@ -49,6 +49,11 @@ class Op:
     vector: bool = False  # no tensor-core form (a depthwise convolution): runs at the vector units' rate
     training: bool = False  # runs in a training step only (dropout: an identity at inference)
 
+    @property
+    def tensor_core_conv(self) -> bool:
+        """A convolution the tensor cores run (in NHWC); a depthwise one runs on the vector units in either layout."""
+        return self.conv and not self.vector
+
 
 # Tensor cores take a convolution whose every group reduces over at least 8 input channels (fp16; NVIDIA, "Tensor
 # Core DL Performance Guide", GTC 2019 s9926: channels in multiples of 8); a depthwise or narrow grouped one

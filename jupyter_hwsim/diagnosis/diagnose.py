@@ -106,7 +106,7 @@ def native_precisions(m) -> list[tuple[str, dict, str]]:
 
 def layout_changes(m) -> list[tuple[str, dict, str]]:
     """channels_last where the scenario's convolutions pay NCHW transposes around NVIDIA tensor cores."""
-    if not costs.nchw_transposes(m) or not any(op.conv for op in workloads.operators(m.workload, m.seq)):
+    if not costs.nchw_transposes(m) or not any(op.tensor_core_conv for op in workloads.operators(m.workload, m.seq)):
         return []
     return [("channels_last=true", {"channels_last": True}, "NHWC activations: no transposes around each convolution")]
 

@@ -1,5 +1,9 @@
 """The device catalogue: every key of every device has a source, names are unambiguous, units are sane."""
 
+import csv
+import re
+from pathlib import Path
+
 import pytest
 
 from jupyter_hwsim import catalog
@@ -75,3 +79,23 @@ def test_jetson_agx_orin_rates_are_its_gpus():
     assert rates["fp32"] == pytest.approx(sms * 128 * 2 * ghz / 1e3, rel=0.01)
     assert rates["int8"] == pytest.approx(170 / 2) and rates["int8"] < 275 / 2
     assert rates["fp16"] == rates["bf16"] == pytest.approx(sms * 4 * 512 * ghz / 1e3, rel=0.01)
+
+
+def test_each_measured_compute_efficiency_is_its_reference_row_over_the_peak():
+    """A device's compute_efficiency "derived: ref:C-.. measured / peak" is that row's measured matmul rate over
+    the device's own peak at the precision measured: change the row, the peak or the figure and this fails."""
+    table = Path(catalog.__file__).resolve().parents[1] / "data" / "reference" / "hardware_specs.csv"
+    measured = {r["case_id"]: float(r["value"]) for r in csv.DictReader(table.open()) if r["case_id"].startswith("C-")}
+    checked = 0
+    for key, d in catalog.gpus().items():
+        src = (d.get("sources") or {}).get("compute_efficiency", "")
+        m = re.match(r"derived: ref:(C-\d+) ([\d.]+) / ([\d.]+) TFLOPS", src)
+        if not m:
+            continue
+        rate, peak = measured[m[1]], float(m[3])
+        assert float(m[2]) == pytest.approx(rate, abs=0.01), key
+        precision = "bf16" if "bf16" in src or m[1] in ("C-01", "C-02", "C-03", "C-04") else "fp16"
+        assert peak == pytest.approx(d["peak_tflops"][precision], rel=0.01), key
+        assert d["compute_efficiency"] == pytest.approx(rate / peak, abs=0.001), key
+        checked += 1
+    assert checked >= 10

@@ -14,7 +14,7 @@ from .core.scenario import Scenario
 from .scenario_text import compare_args, fields_help, parse_pairs, split_args
 
 SECTIONS = {"gpus": "gpus", "storage": "storage", "workloads": "workloads", "links": "links", "engines": "engines",
-            "cpus": "cpus", "decoders": "decoders"}  # fmt: skip
+            "cpus": "cpus", "decoders": "decoders", "augmentations": "augmentations"}  # fmt: skip
 
 
 def _write_csv(path: str, rows: list[dict]) -> None:
@@ -60,6 +60,7 @@ _COLUMNS = {
     ],
     "decoders": [
         ("device", "device", "{}"),
+        ("library", "library", "{}"),
         ("decode Mpx/s", "decode_mpix_per_s", "{:g}"),
         ("augment ms", "augment_ms_per_sample", "{:g}"),
     ],

@@ -102,7 +102,7 @@ def test_dali_gpu_takes_the_decode_off_the_cpu():
 
 def test_bad_names_are_refused_with_a_suggestion():
     with pytest.raises(HwsimError) as err:
-        Scenario(cpu="epyc-965")
+        Scenario(cpu="epyc-964")
     assert err.value.field == "cpu" and "did you mean 'epyc-9654'" in str(err.value) and "\n" not in str(err.value)
     with pytest.raises(HwsimError) as err:
         Scenario(decoder="pilow")
@@ -123,7 +123,7 @@ def test_cli_lists_the_sections(section, entry):
 
 
 def test_every_cpu_and_decoder_number_has_a_source():
-    for section in ("cpus", "decoders"):
+    for section in ("cpus", "decoders", "augmentations"):
         for eid, entry in getattr(catalog, section)().items():
             for key in entry:
                 if key in ("name", "aliases", "sources", "id"):
@@ -134,7 +134,7 @@ def test_every_cpu_and_decoder_number_has_a_source():
 def test_every_cited_reference_resolves_to_a_url():
     from jupyter_hwsim.core import reference
 
-    for section in ("cpus", "decoders"):
+    for section in ("cpus", "decoders", "augmentations"):
         for eid, entry in getattr(catalog, section)().items():
             for src in entry.get("sources", {}).values():
                 for ref, hits in reference.resolve(src):
@@ -165,3 +165,102 @@ def test_the_loader_rows_of_the_validation_map_their_host_and_chain():
     assert "dali_gpu" in gpu_label["engine"] and cases.case(gpu_label)["fields"]["decoder"] == "dali-cpu-eval"
     gcp = cases.case(rows["V-imread-benchmark-gcp-01"])  # EPYC 9B14, Pillow, 0 workers
     assert gcp["fields"]["decoder"] == "pillow-decode" and gcp["fields"]["loader_workers"] == 0
+
+
+# ---- augmentation: a named transform chain beside the decoder, priced for the decoder's library ----------------
+
+
+def _cost(**fields) -> float:
+    return costs.resolve(Scenario(**CPU_BOUND, **fields)).preprocess_ms
+
+
+@pytest.mark.parametrize("decoder", sorted(catalog.decoders()))
+def test_no_augmentation_keeps_the_decoders_own_chain(decoder):
+    d = catalog.get("decoders", decoder)
+    decode = 0.1875 * 1e3 / d["decode_mpix_per_s"] * d["host_decode_share"]
+    assert Scenario(decoder=decoder).augmentation is None
+    assert _cost(decoder=decoder) == pytest.approx(decode + d["augment_ms_per_sample"], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("decoder", "augmentation", "same_as"),
+    [
+        ("pillow", "resize-center-crop", "pillow-eval"),
+        ("pillow-eval", "resize-crop-flip", "pillow"),
+        ("pillow", "none", "pillow-decode"),
+        ("opencv-decode", "resize-crop-flip", "opencv"),
+        ("torchvision-decode", "resize-crop-flip", "torchvision"),
+        ("dali-cpu", "resize-center-crop", "dali-cpu-eval"),
+    ],
+)
+def test_a_named_chain_prices_what_the_bundled_entry_does(decoder, augmentation, same_as):
+    """The catalogue's bundled decoder + chain entries and a decoder with the chain named beside it agree."""
+    assert _cost(decoder=decoder, augmentation=augmentation) == pytest.approx(_cost(decoder=same_as), abs=0.006)
+
+
+@pytest.mark.parametrize("decoder", [d for d, e in catalog.decoders().items() if e["device"] == "cpu"])
+def test_chains_order_by_their_work(decoder):
+    """No transform < the training chain (a crop of a share of the image) < the evaluation chain (a resize of
+    the whole image); the decode stays the same."""
+    none, train, val = (_cost(decoder=decoder, augmentation=a) for a in ("none", "resize-crop-flip", "eval"))
+    d = catalog.get("decoders", decoder)
+    assert none == pytest.approx(0.1875 * 1e3 / d["decode_mpix_per_s"])
+    assert none < train < val
+
+
+def test_an_augmentation_moves_a_cpu_bound_pipeline_by_the_ratio_of_costs():
+    light, heavy = (Scenario(**CPU_BOUND, decoder="opencv", augmentation=a) for a in ("none", "resize-center-crop"))
+    rl, rh = estimate(light, suggest=False), estimate(heavy, suggest=False)
+    assert rl.bottleneck == rh.bottleneck == "cpu"
+    assert rl.throughput / rh.throughput == pytest.approx(_closed_form(light) / _closed_form(heavy), rel=1e-6)
+    assert rl.throughput > rh.throughput * 1.2
+
+
+def test_a_gpu_decoders_chain_runs_on_the_gpu():
+    assert _cost(decoder="dali-gpu", augmentation="resize-center-crop") == _cost(decoder="dali-gpu")
+
+
+def test_bad_augmentations_are_refused_in_one_line():
+    with pytest.raises(HwsimError) as err:
+        Scenario(decoder="pillow", augmentation="resize-crop-flp")
+    text = str(err.value)
+    assert err.value.field == "augmentation" and "resize-crop-flp" in text and "\n" not in text
+    assert "did you mean 'resize-crop-flip'" in text and "resize-center-crop" in text and "none" in text
+    with pytest.raises(HwsimError) as err:
+        Scenario(augmentation="none")  # a chain without a decoder has no library to run it
+    assert err.value.field == "augmentation" and "decoder" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(HwsimError) as err:
+        Scenario(decoder="pillow", augmentation=3)
+    assert err.value.field == "augmentation"
+    assert Scenario(decoder="pil", augmentation="EVAL").augmentation == "resize-center-crop"  # aliases, any case
+
+
+def test_augmentation_round_trips_and_is_in_the_schema():
+    from jupyter_hwsim.core.scenario import json_schema
+
+    s = Scenario(decoder="opencv", augmentation="train")
+    assert Scenario.from_dict(s.to_dict()) == s and s.to_dict()["augmentation"] == "resize-crop-flip"
+    prop = json_schema()["properties"]["augmentation"]
+    assert {"type": "object"} not in prop["anyOf"]
+    assert set(prop["anyOf"][0]["examples"]) == {"resize-crop-flip", "resize-center-crop", "none"}
+
+
+# ---- the GCP hosts of imread-benchmark: Zen 5 (EPYC 9B45) and Neoverse-N1 (Ampere Altra) ----------------------
+
+
+def test_zen5_and_neoverse_n1_hosts_follow_the_catalogue_rule():
+    for cid, ipc in (("epyc-9655", 1.5928 * 1.16), ("altra-q64-30", 1.1845)):
+        e = catalog.get("cpus", cid)
+        assert e["sustained_ghz"] == pytest.approx((e["base_ghz"] + e["boost_ghz"]) / 2)
+        assert e["core_speed"] == pytest.approx(e["sustained_ghz"] / 2.9 * ipc, abs=0.005)
+    assert Scenario(cpu="altra").cpu_cores == 64  # one thread per core: no SMT siblings
+
+
+def test_the_gcp_rows_of_the_new_hosts_are_expressed():
+    from jupyter_hwsim.validation import cases
+
+    rows = {r["case_id"]: r for r in cases.published_rows() if r["category"] == "dataloading"}
+    zen5, n1 = cases.case(rows["V-imread-benchmark-gcp-13"]), cases.case(rows["V-imread-benchmark-gcp-49"])
+    assert (zen5["fields"]["cpu"], zen5["fields"]["cpu_cores"]) == ("epyc-9655", round(8 + 0.19 * 8))
+    assert (n1["fields"]["cpu"], n1["fields"]["cpu_cores"], n1["fields"]["loader_workers"]) == ("altra-q64-30", 16, 0)
+    assert "reason" in cases.case(rows["V-imread-benchmark-gcp-37"])  # Neoverse-V2: no sourced clock or IPC

@@ -19,6 +19,7 @@ _FILES = {
     "engines": "engines.toml",
     "cpus": "cpus.toml",
     "decoders": "decoders.toml",
+    "augmentations": "augmentations.toml",
 }
 _FIELD = {
     "gpus": "gpu",
@@ -29,6 +30,7 @@ _FIELD = {
     "engines": "engine",
     "cpus": "cpu",
     "decoders": "decoder",
+    "augmentations": "augmentation",
 }
 
 
@@ -174,6 +176,10 @@ def cpus() -> dict:
 
 def decoders() -> dict:
     return _entries("decoders")
+
+
+def augmentations() -> dict:
+    return _entries("augmentations")
 
 
 def add(section: str, entry, id: str | None = None, origin: str = "catalog.add()") -> dict:

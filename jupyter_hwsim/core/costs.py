@@ -550,14 +550,26 @@ class Demands:
 def preprocess_ms(s: Scenario, w: dict) -> float:
     """CPU ms of one sample on the reference core: the scenario's preprocess_ms_per_sample, else its decoder's
     decode of the workload's mean image (the host's share of it) plus augmentation, else the workload's own
-    figure (data/decoders.toml)."""
+    figure (data/decoders.toml). The augmentation is the scenario's named chain priced for the decoder's library
+    (data/augmentations.toml; none on the host for a GPU decoder, whose chain runs on the GPU), else the
+    decoder's own chain."""
     if s.preprocess_ms_per_sample is not None:
         return s.preprocess_ms_per_sample
     if s.decoder is None:
         return w["preprocess_ms_per_sample"]
     d = catalog.get("decoders", s.decoder)
     decode = float(w["image_mpix"]) * 1e3 / d["decode_mpix_per_s"]
-    return decode * d["host_decode_share"] + d["augment_ms_per_sample"]
+    return decode * d["host_decode_share"] + augment_ms(s.augmentation, d)
+
+
+def augment_ms(augmentation: str | None, decoder: dict) -> float:
+    """Host ms of one sample's transform chain on the reference core: the named chain for the decoder's library
+    (0 for a GPU decoder), else the decoder's own chain (augment_ms_per_sample)."""
+    if augmentation is None:
+        return float(decoder["augment_ms_per_sample"])
+    if decoder["device"] != "cpu":
+        return 0.0
+    return float(catalog.get("augmentations", augmentation)["ms_per_sample"][decoder["library"]])
 
 
 def gpu_decode_s(m: Machine) -> float:

@@ -89,6 +89,7 @@ LABELS = {
     "cpu_speed": "CPU core speed (x reference)",
     "cpu": "Host CPU",
     "decoder": "Image decoder",
+    "augmentation": "Augmentation",
     "storage": "Storage",
     "storage_bandwidth_gbs": "Storage read speed",
     "storage_latency_ms": "Storage latency",
@@ -235,6 +236,14 @@ FIELDS = {
             "",
             "JPEG decoder and augmentation of an image pipeline (python -m jupyter_hwsim catalog decoders); "
             "default: the workload's preprocess_ms_per_sample",
+        ),
+        Field(
+            "augmentation",
+            str,
+            "",
+            "transform chain of an image pipeline, priced for the decoder's library (python -m jupyter_hwsim "
+            "catalog augmentations: resize-crop-flip, resize-center-crop, none); needs decoder; default: the "
+            "decoder's own chain",
         ),
         Field("storage", str, "", "dataset storage from the catalogue", "nvme-gen4"),
         Field("storage_bandwidth_gbs", float, "GB/s", "storage read bandwidth", None, 0.0, 10000, True),
@@ -395,11 +404,11 @@ def json_schema() -> dict:
             p["default"] = f.default
         if f.choices:
             p["enum"] = [*f.choices, None]
-        elif f.name in _CATALOGUE_FIELDS or f.name in ("cpu", "decoder"):
+        elif f.name in _CATALOGUE_FIELDS or f.name in ("cpu", "decoder", "augmentation"):
             section = _CATALOGUE_FIELDS.get(f.name, f.name + "s")
             p["anyOf"] = [
                 {"type": "string", "examples": sorted(getattr(catalog, section)())},
-                *([{"type": "object"}] if f.name != "decoder" else []),
+                *([{"type": "object"}] if f.name not in ("decoder", "augmentation") else []),
                 {"type": "null"},
             ]
         elif f.type is bool:
@@ -574,6 +583,7 @@ class Scenario:
     cpu_speed: float = None  # type: ignore[assignment]
     cpu: Any = _default("cpu")
     decoder: str | None = _default("decoder")
+    augmentation: str | None = _default("augmentation")
     storage: Any = _default("storage")
     storage_bandwidth_gbs: float | None = _default("storage_bandwidth_gbs")
     storage_latency_ms: float | None = _default("storage_latency_ms")
@@ -673,7 +683,8 @@ class Scenario:
 
     def _resolve_host(self, given):
         """cpu names the host CPU: cpu_cores and cpu_speed not given take its figures; decoder names the
-        JPEG decoder of an image workload (data/cpus.toml, data/decoders.toml)."""
+        JPEG decoder of an image workload, augmentation its transform chain, priced for the decoder's library
+        (data/cpus.toml, data/decoders.toml, data/augmentations.toml)."""
         if self.cpu is not None:
             if isinstance(self.cpu, dict):
                 object.__setattr__(self, "cpu", check_cpu(own(self.cpu, "cpu")))  # own() refuses 10**400 first
@@ -695,6 +706,24 @@ class Scenario:
                     self.decoder,
                     f"an image workload with image_mpix (megapixels per JPEG; {w.get('id', 'this workload')} "
                     "has none), or leave decoder out",
+                )
+        if self.augmentation is not None:
+            a = catalog.get("augmentations", self.augmentation)
+            object.__setattr__(self, "augmentation", a["id"])
+            if self.decoder is None:
+                raise HwsimError(
+                    "augmentation",
+                    self.augmentation,
+                    "a decoder as well (decoder=pillow, opencv, ...: its library runs the chain), or leave "
+                    "augmentation out",
+                )
+            d = catalog.get("decoders", self.decoder)
+            if d["device"] == "cpu" and d["library"] not in a["ms_per_sample"]:
+                priced = ", ".join(k for k, e in catalog.augmentations().items() if d["library"] in e["ms_per_sample"])
+                raise HwsimError(
+                    "augmentation",
+                    self.augmentation,
+                    f"a chain priced for {d['library']} (decoder={self.decoder}): {priced or 'none is'}",
                 )
 
     @property

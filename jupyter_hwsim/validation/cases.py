@@ -345,6 +345,12 @@ LOADER_CPUS = [
         "the Emerald Rapids 8581C taken as the Sapphire Rapids 8480+: a Raptor Cove core taken as a Golden Cove one "
         "(as core-i9-13900k), its own clocks not in the reference table",
     ),
+    (
+        r"EPYC 9B45",
+        "epyc-9655",
+        "Google's EPYC 9B45 taken as the EPYC 9655: both 96-core Zen 5 Turin parts, the 9B45's clocks not published",
+    ),
+    (r"Neoverse-N1 \(Ampere Altra", "altra-q64-30", "Google Cloud's Ampere Altra: the Q64-30 its CPU platforms name"),
 ]
 LOADER_DECODERS = {"dali-cpu": "dali-cpu", "dali-gpu": "dali-gpu", "pytorch-dataloader": "pillow"}
 LOADER_NAMED_DECODER = r"\((pillow|opencv|torchvision) decoder"  # the engine string names the decoder
@@ -577,6 +583,10 @@ def _loader_fields(row: dict, engine: str) -> dict:
         cores = int(vcpus[2])
         fields["cpu_cores"] = round(cores + cpu["smt_gain"] * (int(vcpus[1]) - cores))
         notes.append(f"{vcpus[1]} vCPUs: {cores} cores and their SMT siblings")
+    single = re.search(r"(\d+) vCPUs = (\d+) cores\)", hw)
+    if single:  # one thread per core (Arm): each vCPU a whole core
+        fields["cpu_cores"] = int(single[2])
+        notes.append(f"{single[1]} vCPUs: {single[2]} cores, one thread each")
     return {"fields": fields, "notes": notes}
 
 

@@ -311,14 +311,17 @@ def test_encoder_decoder_operators():
 
 
 @pytest.mark.parametrize("wid", sorted(ENCODER_DECODERS))
-def test_encoder_decoders_train_and_infer_but_do_not_generate(wid):
+def test_encoder_decoders_train_infer_and_generate(wid):
     for kind in ("training", "inference"):
         s = Scenario(kind=kind, workload=wid, gpu="a100-sxm-80gb", precision="bf16", steps=20)
         e, r = estimate(s, suggest=False), simulate(s, seed=0, suggest=False)
         assert e.throughput > 0 and r.throughput > 0 and not e.memory["oom"], (wid, kind)
-    with pytest.raises(HwsimError) as err:  # autoregressive generation models decoder-only language models
+    # generation (kind=llm): the default 512-token prompt is longer than either model's positions
+    with pytest.raises(HwsimError) as err:
         Scenario(kind="llm", workload=wid, gpu="a100-sxm-80gb")
-    assert err.value.field == "workload" and "encoder-decoder" in str(err.value)
+    assert err.value.field == "prompt_tokens"
+    s = Scenario(kind="llm", workload=wid, gpu="a100-sxm-80gb", prompt_tokens=4, output_tokens=24, steps=20)
+    assert estimate(s, suggest=False).throughput > 0 and simulate(s, seed=0, suggest=False).throughput > 0
 
 
 def test_a_custom_encoder_decoder_is_checked():

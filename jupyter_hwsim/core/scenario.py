@@ -735,22 +735,21 @@ class Scenario:
         from .workloads import resolve
 
         w = resolve(self.workload)
-        if w.get("arch") == "encoder-decoder":
+        if w.get("arch") not in ("transformer", "encoder-decoder") or "vocab" not in w:
             raise HwsimError(
                 "workload",
                 w.get("id", "custom"),
-                "a decoder-only language model for kind=llm (an encoder-decoder runs as kind=training or inference: "
-                "one encoder pass and one teacher-forced decoder pass)",
-                "e.g. llama-2-7b",
-            )
-        if w.get("arch") != "transformer" or "vocab" not in w:
-            raise HwsimError(
-                "workload",
-                w.get("id", "custom"),
-                "a language model (a transformer with a vocabulary) for kind=llm",
+                "a language model (a transformer or an encoder-decoder with a vocabulary) for kind=llm",
                 "e.g. llama-2-7b",
             )
         ctx = self.seq_len or int(w.get("seq_len", 2048))
+        if w["arch"] == "encoder-decoder" and not w.get("source_len"):  # the prompt is the encoder's source
+            for name, n in (("prompt_tokens", self.prompt_tokens), ("output_tokens", self.output_tokens)):
+                if n > ctx:
+                    raise HwsimError(
+                        name, n, f"at most the {ctx} positions of {w.get('id', 'the model')} (source and target each)"
+                    )
+            return
         if self.prompt_tokens >= ctx:
             raise HwsimError(
                 "prompt_tokens", self.prompt_tokens, f"fewer than the {ctx}-token context of {w.get('id', 'the model')}"

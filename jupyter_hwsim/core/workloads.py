@@ -361,6 +361,15 @@ def _cross_attention(p: str, w: dict, s: int, t: int) -> list[Op]:
     ]
 
 
+def _position_bias(stack: str, w: dict, n: int) -> list[Op]:
+    """A relative position bias over n positions (T5): the bucket of every query-key offset gathered from a table of
+    position_buckets x heads, once per stack; none without position_buckets."""
+    buckets, heads = w.get("position_buckets"), w["heads"]
+    if not buckets:
+        return []
+    return [Op(f"{stack}.position_bias", "elementwise", 0.0, n * n, heads * n * n, buckets * heads, heads * n * n, 1)]
+
+
 def source_len(w: dict, s: int) -> int:
     """The encoder's positions of an encoder-decoder: source_len where the input fixes it (Whisper: 1500 audio
     positions, 30 s), else the target's s (a translation pair of equal lengths)."""
@@ -376,9 +385,14 @@ def _encoder_decoder(w: dict, s: int) -> list[Op]:
     mel_bins: an audio front end (Whisper): two 1-D convolutions of width 3 over 2 x source_len frames of
     mel_bins features, the second of stride 2, each with a GELU, and fixed sinusoidal positions. Otherwise the
     encoder embeds source tokens with the decoder's table (one vocabulary shared by both sides, as in Vaswani et
-    al. 2017). positions: learned position rows of the decoder; tie_embeddings: the head is the token table."""
+    al. 2017), or with a table of its own of source_vocab rows. positions, source_positions: learned position rows
+    of the decoder and of the encoder (BART); tie_embeddings: the head is the token table. position_buckets: a
+    relative position bias (T5), a table of buckets x heads in each stack's first layer whose gathered
+    heads x n x n bias every layer's attention adds to its scores (in its attn.mask pass). target_len: the
+    decoder's tokens where they are not s (generation's prefill: s source tokens, one start token)."""
     h, vocab = w["hidden"], w["vocab"]
     t = source_len(w, s)
+    s = int(w.get("target_len") or s)
     ops: list[Op] = []
     if w.get("mel_bins"):
         mel, frames = w["mel_bins"], 2 * t
@@ -391,12 +405,15 @@ def _encoder_decoder(w: dict, s: int) -> list[Op]:
             _pointwise("encoder.positions", "elementwise", h * t, n_in=2),
         ]  # fmt: skip
     else:  # the source tokens: a row gather from the shared table, whose parameters the decoder's embedding holds
-        ops.append(Op("encoder.embedding", "elementwise", 0.0, t, t * h, 0.0, t * h, 1))
+        rows = w.get("source_vocab", 0) + w.get("source_positions", 0)  # an encoder's own tables, if any
+        ops.append(Op("encoder.embedding", "elementwise", 0.0, t, t * h, float(rows * h), t * h, 1))
+    ops += _position_bias("encoder", w, t)
     encoder = _transformer_layers({**w, "layers": w["encoder_layers"]}, t, masked=not w.get("mel_bins"))
     ops += _renamed(encoder, "layer", "encoder.layer")
     ops.append(_pointwise("encoder.ln_f", "norm", t * h, flops_per=NORM_FLOPS_PER_ELEMENT))
     table = (0 if w.get("tie_embeddings") else vocab * h) + w.get("positions", 0) * h
     ops.append(Op("embedding", "elementwise", 0.0, s, s * h, table, s * h, 1))
+    ops += _position_bias("decoder", w, s)
     one = _transformer_layers({**w, "layers": 1}, s)
     cut = next(i for i, op in enumerate(one) if op.name == "layer0.add1") + 1  # after the self-attention
     for i in range(w["decoder_layers"]):
@@ -407,6 +424,28 @@ def _encoder_decoder(w: dict, s: int) -> list[Op]:
         _pointwise("ln_f", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
         _linear("lm_head", s, h, vocab),
     ]
+
+
+def fixed_source(w: dict) -> int:
+    """Source positions an encoder-decoder's decoder attends to besides the prompt's: Whisper's fixed source (1500
+    audio positions, whose keys and values the prefill caches); 0 for a text encoder-decoder (its source is the
+    prompt) and a decoder-only model."""
+    return int(w.get("source_len") or 0) if w.get("arch") == "encoder-decoder" else 0
+
+
+def generation_prefill(w: dict, prompt: int) -> tuple[dict, int]:
+    """(workload, seq) whose operators are generation's prefill of one sequence of `prompt` tokens: a decoder-only
+    model's forward over the prompt; an encoder-decoder's encoder pass over its source with every decoder layer's
+    cross-attention keys and values, and its decoder over the prompt (Whisper's: the source is the audio) or over
+    the one start token (a text model's: the prompt is the source)."""
+    if w.get("arch") != "encoder-decoder" or fixed_source(w):
+        return w, prompt
+    return {**w, "target_len": 1}, prompt
+
+
+def decode_layers(w: dict) -> int:
+    """The layers a decode step runs: a decoder-only model's, an encoder-decoder's decoder layers."""
+    return int(w["decoder_layers"] if w.get("arch") == "encoder-decoder" else w["layers"])
 
 
 def decode_operators(w: dict) -> tuple[Sequence[Op], Sequence[Op]]:
@@ -449,6 +488,8 @@ def _decode_operators(w: dict) -> tuple[list[Op], list[Op]]:
     The new token's embedding is a row gather, not a read of the table; attention
     reads the K and V of every cached token (act_in counts them as cache values).
     """
+    if w.get("arch") == "encoder-decoder":
+        return _encoder_decoder_decode(w)
     h, heads, kv = w["hidden"], w["heads"], w.get("kv_heads", w["heads"])
     (d, q), f, gated = _head_dims(w), w["ffn"], w.get("gated_ffn", False)
     kvd, rotary = kv * d, w.get("rotary", False)
@@ -499,9 +540,32 @@ def _decode_operators(w: dict) -> tuple[list[Op], list[Op]]:
     return per_token, per_ctx
 
 
+def _encoder_decoder_decode(w: dict) -> tuple[list[Op], list[Op]]:
+    """One decode step of an encoder-decoder's decoder: the decoder-only step (self-attention over the generated
+    tokens) with each layer's cross-attention added: the new token's query and output projections (the keys and
+    values of the source were projected once, at the prefill, and are cached). A cached token costs a layer the
+    same whether the self-attention reads it (a generated token) or the cross-attention does (a source token), so
+    the per-cached-token operators are the decoder-only ones, each run as two kernels (kernels=2)."""
+    h, (_, q) = w["hidden"], _head_dims(w)
+    per_token, per_ctx = _decode_operators({**w, "arch": "transformer", "layers": w["decoder_layers"]})
+    out: list[Op] = []
+    for op in per_token:
+        out.append(op)
+        if op.name.endswith(".add1"):
+            p = op.name[: -len(".add1")]
+            out += [
+                _pointwise(f"{p}.ln_cross", "norm", h, flops_per=NORM_FLOPS_PER_ELEMENT),
+                _linear(f"{p}.cross.q", 1, h, q),
+                _linear(f"{p}.cross.out", 1, q, h),
+                _pointwise(f"{p}.add_cross", "elementwise", h, n_in=2),
+            ]
+    return out, [dataclasses.replace(op, kernels=2) for op in per_ctx]
+
+
 def kv_values_per_token(w: dict) -> float:
-    """K and V values cached per token: 2 x layers x kv_heads x head_dim."""
-    return 2.0 * w["layers"] * w.get("kv_heads", w["heads"]) * _head_dims(w)[0]
+    """K and V values cached per token: 2 x layers x kv_heads x head_dim (an encoder-decoder's decoder layers: a
+    generated token's self-attention K and V, or a source token's cross-attention K and V)."""
+    return 2.0 * decode_layers(w) * w.get("kv_heads", w["heads"]) * _head_dims(w)[0]
 
 
 def _vit(w: dict) -> list[Op]:
@@ -613,6 +677,10 @@ _KEYS = {
         "encoder_layers": ("int", 1, 1024, False),
         "decoder_layers": ("int", 1, 1024, False),
         "source_len": ("int", 1, 1 << 20, False),
+        "target_len": ("int", 1, 1 << 20, False),
+        "source_vocab": ("int", 0, 1 << 24, False),
+        "source_positions": ("int", 0, 1 << 24, False),
+        "position_buckets": ("int", 0, 65536, False),
         "mel_bins": ("int", 1, 65536, False),
         "positions": ("int", 0, 1 << 24, False),
         "hidden": ("int", 1, 1 << 20, False),

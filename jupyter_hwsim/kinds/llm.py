@@ -11,6 +11,7 @@ are summed in closed form, one event per segment rather than per token.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from statistics import NormalDist
@@ -74,7 +75,7 @@ class DecodeCost:
                 self.ctx_memory_s += t_m
             self.ctx_flops += op.flops
             self.ctx_bytes += nbytes
-            self.ctx_kernels += 1
+            self.ctx_kernels += op.kernels  # an encoder-decoder's: a self- and a cross-attention kernel
 
     def linear(self, b: int) -> tuple[float, float, float, float, int]:
         """(compute_s, memory_s, flops, bytes, kernels) of the per-token operators at batch b."""
@@ -132,7 +133,7 @@ class DecodeCost:
         """The roofline of one decode step at batch b, one entry per operator summed over the layers
         (attention at the mean context)."""
         s = self.m.s
-        ctx = b * (s.prompt_tokens + s.output_tokens / 2.0)
+        ctx = b * (cached_prompt(self.m) + s.output_tokens / 2.0)
         out = []
         for name, ((f, nb, t_c, t_m, _), n, op) in self._shapes(b).items():
             out.append(
@@ -152,7 +153,7 @@ class DecodeCost:
             {
                 "name": "attention",
                 "class": "attention",
-                "count": self.m.workload["layers"],
+                "count": workloads.decode_layers(self.m.workload),
                 "flops": ctx * self.ctx_flops,
                 "bytes": ctx * self.ctx_bytes,
                 "time_ms": (t_c + t_m) * 1e3,
@@ -187,8 +188,16 @@ def decode_cost(m) -> DecodeCost:
 
 
 def prefill(m, b: int):
-    """StepCost of prefilling b prompts together (one forward over prompt_tokens each)."""
-    return costs.step_cost(m, batch=b, seq=m.s.prompt_tokens)
+    """StepCost of prefilling b prompts together (one forward over prompt_tokens each; an encoder-decoder's encoder
+    pass over the source and its decoder over the first token: workloads.generation_prefill)."""
+    w, seq = workloads.generation_prefill(m.workload, m.s.prompt_tokens)
+    return costs.step_cost(m if w is m.workload else dataclasses.replace(m, workload=w), batch=b, seq=seq)
+
+
+def cached_prompt(m) -> int:
+    """Tokens each sequence's KV cache holds before its first decode step: the prompt's, and an encoder-decoder's
+    fixed source (Whisper's audio positions: cross-attention keys and values)."""
+    return m.s.prompt_tokens + workloads.fixed_source(m.workload)
 
 
 def memory(m) -> dict:
@@ -196,9 +205,14 @@ def memory(m) -> dict:
     s, w = m.s, m.workload
     p = costs.parameters(m)
     kv_tok = workloads.kv_values_per_token(w) * costs.value_bytes(kv_precision(s))
-    per_seq = kv_tok * (s.prompt_tokens + s.output_tokens)
-    tokens = min(m.batch * s.prompt_tokens, max(PREFILL_CHUNK_TOKENS, s.prompt_tokens))
-    act = costs.INFERENCE_ACTIVATION_FACTOR * costs.op_sums(workloads.operators(w, 1))["max_io"] * tokens
+    per_seq = kv_tok * (cached_prompt(m) + s.output_tokens)
+    if w.get("arch") == "encoder-decoder":  # a prefill holds one sequence's largest operator per sequence
+        pw, pseq = workloads.generation_prefill(w, s.prompt_tokens)
+        seqs = min(m.batch, max(1, PREFILL_CHUNK_TOKENS // cached_prompt(m)))
+        act = costs.INFERENCE_ACTIVATION_FACTOR * costs.op_sums(workloads.operators(pw, pseq))["max_io"] * seqs
+    else:
+        tokens = min(m.batch * s.prompt_tokens, max(PREFILL_CHUNK_TOKENS, s.prompt_tokens))
+        act = costs.INFERENCE_ACTIVATION_FACTOR * costs.op_sums(workloads.operators(w, 1))["max_io"] * tokens
     act *= costs.activation_bytes(s.precision, generates=True)
     out = {
         "weights_gb": p * costs.weight_bytes(s) / 1e9,
@@ -222,8 +236,9 @@ def requests(m) -> int:
     return max(m.s.steps, 2 * m.batch)
 
 
-def _output_lengths(s, rng, n: int) -> np.ndarray:
-    cap = (s.seq_len or 10**9) - s.prompt_tokens
+def _output_lengths(s, rng, n: int, w: dict | None = None) -> np.ndarray:
+    text_source = w is not None and w.get("arch") == "encoder-decoder" and not workloads.fixed_source(w)
+    cap = (s.seq_len or 10**9) - (0 if text_source else s.prompt_tokens)  # a text source is not in the decoder
     if s.output_tokens_cv <= 0:
         return np.full(n, s.output_tokens, dtype=np.int64)
     o = np.rint(s.output_tokens * jitter(rng, s.output_tokens_cv, n))
@@ -250,7 +265,7 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
     s = m.s
     n = requests(m)
     rng = np.random.default_rng(seed)
-    out_len = _output_lengths(s, rng, n)
+    out_len = _output_lengths(s, rng, n, m.workload)
     if s.arrival_rate_rps:
         arrive = np.cumsum(rng.exponential(1.0 / s.arrival_rate_rps, n))
     else:
@@ -346,7 +361,7 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
             if longest > 1:  # every sequence is computed until the longest finishes
                 t0 = env.now
                 dur = decode(
-                    batch, len(batch) * (s.prompt_tokens + 1), longest - 1, useful=int((out_len[batch] - 1).sum())
+                    batch, len(batch) * (cached_prompt(m) + 1), longest - 1, useful=int((out_len[batch] - 1).sum())
                 )
                 yield env.timeout(float(dur.sum()))
                 ends = t0 + np.cumsum(dur)
@@ -380,7 +395,7 @@ def run(m, d: DecodeCost, seed: int, budget_s: float = 20.0) -> dict:
             ids = np.array(active)
             left = out_len[ids] - made[ids]
             k = int(left.min())
-            ctx0 = float((s.prompt_tokens + made[ids]).sum())
+            ctx0 = float((cached_prompt(m) + made[ids]).sum())
             if free > 0 and state["next"] < n:  # stop at the next arrival: it joins at the next step
                 st1 = d.steps(len(ids), [ctx0])["step"][0]
                 k = max(1, min(k, int(math.ceil((arrive[state["next"]] - env.now) / max(st1, 1e-12)))))
@@ -490,7 +505,7 @@ def _expected_max(s, b: int) -> float:
 def steady_state(m, d: DecodeCost) -> dict:
     """Closed form: a full batch in steady state (offline), or the batch that the arrival rate sustains."""
     s = m.s
-    conc, P, n_out = m.batch, s.prompt_tokens, float(s.output_tokens)
+    conc, P, n_out = m.batch, cached_prompt(m), float(s.output_tokens)
     pre1 = prefill(m, 1)
 
     def decode_step_at(b, ctx):
@@ -675,14 +690,15 @@ class LLMKind(KindBase):
 
     def details(self, m, d, mem, state):
         s, b = m.s, m.batch
-        step = {k: float(v[0]) for k, v in d.steps(b, [b * (s.prompt_tokens + s.output_tokens / 2.0)]).items()}
+        ctx = cached_prompt(m) + s.output_tokens / 2.0
+        step = {k: float(v[0]) for k, v in d.steps(b, [b * ctx]).items()}
         return {
             "concurrency": b,
             "prompt_tokens": s.prompt_tokens,
             "output_tokens": s.output_tokens,
             "precision_run": m.precision,
             "kv_precision": kv_precision(s),
-            "bytes_per_token_single_stream": d.bytes_per_step(1, s.prompt_tokens + s.output_tokens / 2.0),
+            "bytes_per_token_single_stream": d.bytes_per_step(1, ctx),
             "effective_bandwidth_gbs": d.r.bw / 1e9,
             "decode_step_ms": step["step"] * 1e3,
             "prefill_ms": prefill(m, 1).step_s * 1e3,

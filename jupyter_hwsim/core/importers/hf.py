@@ -1,7 +1,8 @@
 """A Hugging Face config.json -> a workload in the catalogue vocabulary (read from a local file, never fetched).
 
 The workload is built by core/workloads like the built-in entries: the same operator list for the same
-architecture. Weight matrices and embedding tables are counted; biases and norm scales are not (<0.2%).
+architecture. Weight matrices and embedding tables are counted; biases and norm scales are not (<0.2%), nor
+fixed sinusoidal position tables (Whisper's encoder, Marian), which are not weights.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ..errors import HwsimError
 
 @dataclass(frozen=True)
 class _Family:
-    kind: str  # decoder | encoder | vision | speech
+    kind: str  # decoder | encoder | vision | speech | seq2seq (a text encoder-decoder)
     gated: bool = False  # SwiGLU/GeGLU: gate and up projections
     rotary: bool = False  # rotary position embeddings on q and k
     tie: bool = False  # tie_word_embeddings when the config does not say (the config class's default)
@@ -39,6 +40,11 @@ FAMILIES = {
     "roberta": _Family("encoder", tie=True, learned_positions=True),
     "vit": _Family("vision"),
     "whisper": _Family("speech"),  # an encoder-decoder: _whisper reads its own keys
+    # text encoder-decoders: _seq2seq reads their keys
+    "t5": _Family("seq2seq", tie=True),  # relative position bias; T5 v1.1 and Flan-T5 untie and gate
+    "bart": _Family("seq2seq", tie=True, learned_positions=True),
+    "mbart": _Family("seq2seq", tie=True, learned_positions=True),
+    "marian": _Family("seq2seq", tie=True),  # sinusoidal positions
 }
 _ACCEPTED = "one of " + ", ".join(sorted(FAMILIES))
 
@@ -107,9 +113,9 @@ def from_hf_config(path_or_dict, name=None, source=None) -> dict:
     """A workload dict (catalogue vocabulary) from a Hugging Face config.json path or its dict.
 
     Covers decoder LLMs (llama, mistral, qwen2, gemma, phi, phi3, gpt2, gpt_neox), mixtral-style mixtures of
-    experts, encoders (bert, roberta), vit and the whisper encoder-decoder; grouped- and multi-query attention
-    (num_key_value_heads), head_dim, sliding_window and tie_word_embeddings. Anything else is refused with a
-    HwsimError.
+    experts, encoders (bert, roberta), vit and the encoder-decoders whisper, t5 (v1.0, v1.1, Flan-T5), bart,
+    mbart and marian; grouped- and multi-query attention (num_key_value_heads), head_dim (T5's d_kv),
+    sliding_window and tie_word_embeddings. Anything else is refused with a HwsimError.
     """
     if isinstance(path_or_dict, dict):
         cfg, spec = path_or_dict, source or "config dict"
@@ -126,6 +132,8 @@ def from_hf_config(path_or_dict, name=None, source=None) -> dict:
         raise HwsimError("workload.model_type", mt, _ACCEPTED, f"in {spec}")
     if fam.kind == "speech":
         return _whisper(cfg, name, spec)
+    if fam.kind == "seq2seq":
+        return _seq2seq(cfg, str(mt), fam, name, spec)
     warnings: list[str] = []
     (hk, h), (_, layers), (ak, heads) = _field(cfg, "hidden"), _field(cfg, "layers"), _field(cfg, "heads")
     kv = _int(cfg, "num_key_value_heads") if cfg.get("num_key_value_heads") is not None else heads
@@ -140,15 +148,7 @@ def from_hf_config(path_or_dict, name=None, source=None) -> dict:
     if head_dim is not None and head_dim != h // heads:
         w["head_dim"] = head_dim
     sources = {"layers": f"{spec}: model_type {mt}"}
-    for field, keys in DROPOUT_KEYS.items():  # dropout: passes of their own in a training step
-        key = next((k for k in keys if cfg.get(k) is not None), None)
-        if key is not None:
-            p = cfg[key]
-            if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
-                raise HwsimError(f"workload.{key}", p, "a probability >= 0 and < 1", f"in {spec}")
-            if p > 0:
-                w[field] = float(p)
-                sources[field] = f"{spec}: {key}"
+    _dropouts(cfg, DROPOUT_KEYS, w, sources, spec)
     if fam.kind == "vision":
         return _vision(cfg, w, sources, spec)
     _, vocab = _field(cfg, "vocab")
@@ -192,6 +192,20 @@ def from_hf_config(path_or_dict, name=None, source=None) -> dict:
         dataset_gb="assumption: a 100 GB corpus",
     )
     return _finish(w, sources, warnings, spec)
+
+
+def _dropouts(cfg: dict, keys: dict, w: dict, sources: dict, spec: str) -> None:
+    """The dropout probabilities of the config (keys: field -> its config keys, first present wins) into w: passes
+    of their own in a training step."""
+    for field, names in keys.items():
+        key = next((k for k in names if cfg.get(k) is not None), None)
+        if key is not None:
+            p = cfg[key]
+            if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
+                raise HwsimError(f"workload.{key}", p, "a probability >= 0 and < 1", f"in {spec}")
+            if p > 0:
+                w[field] = float(p)
+                sources[field] = f"{spec}: {key}"
 
 
 def _window(cfg: dict, layers: int) -> int | None:
@@ -247,6 +261,14 @@ _WHISPER = ("d_model", "encoder_layers", "decoder_layers", "encoder_attention_he
             "max_target_positions")  # fmt: skip
 
 
+def _one_width(v: dict) -> None:
+    """The encoder-decoder builder's one width for both stacks: a decoder of other heads or feed-forward width is
+    refused."""
+    for enc, dec in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
+        if v[enc] != v[dec]:
+            raise HwsimError(f"workload.{dec}", v[dec], f"{enc}={v[enc]} (one width for both stacks)")
+
+
 def _whisper(cfg: dict, name, spec: str) -> dict:
     """Whisper (model_type whisper): an encoder over log-mel frames (a stem of two 1-D convolutions, the second of
     stride 2, to max_source_positions positions) and a decoder with cross-attention, learned positions
@@ -255,9 +277,7 @@ def _whisper(cfg: dict, name, spec: str) -> dict:
         if cfg.get(key) is None:
             raise HwsimError(f"workload.{key}", None, "a positive integer in the config")
     v = {key: _int(cfg, key) for key in _WHISPER}
-    for enc, dec in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
-        if v[enc] != v[dec]:
-            raise HwsimError(f"workload.{dec}", v[dec], f"{enc}={v[enc]} (one width for both stacks)")
+    _one_width(v)
     h, heads, t = v["d_model"], v["encoder_attention_heads"], v["max_source_positions"]
     if h % heads:
         raise HwsimError("workload.encoder_attention_heads", heads, f"a divisor of d_model={h}")
@@ -280,6 +300,144 @@ def _whisper(cfg: dict, name, spec: str) -> dict:
         "dataset_gb": "assumption: LibriSpeech's 960 hours as 16 kHz 16-bit PCM, as the catalogue's whisper-small",
     }
     return _finish(w, sources, [], spec)
+
+
+# T5's feed_forward_proj: an activation, or "gated-" and one (T5Config reads "{ACT_FN}" or "gated-{ACT_FN}"; an
+# activation is one FLOP count here, so any of transformers' usual names is accepted)
+_T5_ACTIVATIONS = ("gelu", "gelu_fast", "gelu_new", "gelu_pytorch_tanh", "quick_gelu", "relu", "silu", "swish")
+_T5_HEAD_DIM = 64  # T5Config's default d_kv
+T5_SEQ_LEN = 512  # T5's pre-training input length (Raffel et al. 2020 section 3.1.2), where n_positions is absent
+# the dropout keys of each family: T5 drops out attention weights and sub-layer outputs at one dropout_rate
+_SEQ2SEQ_DROPOUT = {
+    "t5": {"attention_dropout": ("dropout_rate",), "hidden_dropout": ("dropout_rate",)},
+    "bart": {"attention_dropout": ("attention_dropout",), "hidden_dropout": ("dropout",)},
+}
+
+
+def _need(cfg: dict, key: str) -> int:
+    if cfg.get(key) is None:
+        raise HwsimError(f"workload.{key}", None, "a positive integer in the config")
+    return _int(cfg, key)
+
+
+def _seq2seq(cfg: dict, mt: str, fam: _Family, name, spec: str) -> dict:
+    """A text encoder-decoder, the catalogue's arch "encoder-decoder": an encoder over the source tokens and a
+    decoder with cross-attention, one token table shared by both (and by the head where tie_word_embeddings).
+
+    t5: one width for both stacks (d_model, num_heads, d_ff, num_layers, num_decoder_layers), heads of d_kv
+    (which may differ from d_model / num_heads), a ReLU or gated (feed_forward_proj "gated-gelu": T5 v1.1,
+    Flan-T5) feed-forward network, a relative position bias table of relative_attention_num_buckets x num_heads
+    in each stack's first layer, no learned absolute positions. bart, mbart: the encoder's and the decoder's
+    learned positions, max_position_embeddings + 2 rows each (BART's offset of 2). marian: sinusoidal positions
+    (no parameters), an encoder table of its own when share_encoder_decoder_embeddings is false."""
+    h = _need(cfg, "d_model")
+    archs = cfg.get("architectures")
+    if isinstance(archs, list) and archs and all(isinstance(a, str) and a.endswith("EncoderModel") for a in archs):
+        raise HwsimError(
+            "workload.architectures", archs, f"a {mt} encoder-decoder (an encoder alone is not modelled)", f"in {spec}"
+        )
+    w: dict = {"name": name or cfg.get("_name_or_path") or f"{mt} (Hugging Face config)", "hf_model_type": mt}
+    sources = {"encoder_layers": f"{spec}: model_type {mt}"}
+    if mt == "t5":
+        enc, heads, ffn = _need(cfg, "num_layers"), _need(cfg, "num_heads"), _need(cfg, "d_ff")
+        dec = _int(cfg, "num_decoder_layers") if cfg.get("num_decoder_layers") is not None else enc
+        head_dim = _t5_head_dim(cfg, h, heads)
+        gated = _t5_gated(cfg)
+        key = "relative_attention_num_buckets"
+        buckets = _need(cfg, key) if cfg.get(key) is not None else 32  # T5Config's default
+        seq = T5_SEQ_LEN if cfg.get("n_positions") is None else _need(cfg, "n_positions")
+        sources["seq_len"] = f"{spec}: n_positions, the source's and the target's tokens (relative positions: no limit)"
+        if cfg.get("n_positions") is None:
+            sources["seq_len"] = "assumption: 512 source and target tokens, T5's pre-training length"
+    else:
+        v = {key: _need(cfg, key) for key in _BART}
+        _one_width(v)
+        enc, dec = v["encoder_layers"], v["decoder_layers"]
+        heads, ffn = v["encoder_attention_heads"], v["encoder_ffn_dim"]
+        if h % heads:
+            raise HwsimError("workload.encoder_attention_heads", heads, f"a divisor of d_model={h}")
+        head_dim, gated, buckets, seq = h // heads, False, 0, v["max_position_embeddings"]
+        sources["seq_len"] = f"{spec}: max_position_embeddings, the source's and the target's tokens"
+    w.update(arch="encoder-decoder", encoder_layers=enc, decoder_layers=dec, hidden=h, heads=heads, kv_heads=heads)
+    w.update(ffn=ffn, vocab=_need(cfg, "vocab_size"), seq_len=seq)
+    if head_dim != h // heads:
+        w["head_dim"] = head_dim
+    if gated:
+        w["gated_ffn"] = True
+    if buckets:
+        w["position_buckets"] = buckets
+    if fam.learned_positions:  # BartLearnedPositionalEmbedding: max_position_embeddings + 2 rows
+        w["positions"] = w["source_positions"] = seq + 2
+    if mt == "marian":
+        _marian_vocab(cfg, w)
+    if bool(cfg.get("tie_word_embeddings", fam.tie)):
+        w["tie_embeddings"] = True
+    _dropouts(cfg, _SEQ2SEQ_DROPOUT["t5" if mt == "t5" else "bart"], w, sources, spec)
+    total = parameter_counts(w)["total"]
+    w.update(default_batch_size=1 if total > 1e9 else 16, input_bytes_per_sample=2 * seq * 8)
+    w.update(preprocess_ms_per_sample=0.01, dataset_gb=100)
+    sources.update(
+        default_batch_size="assumption: 1 sequence pair above 1B parameters, else 16",
+        input_bytes_per_sample=f"derived: {seq} source + {seq} target token ids x 8 bytes (int64)",
+        preprocess_ms_per_sample="assumption: pre-tokenized shards, collate only",
+        dataset_gb="assumption: a 100 GB corpus",
+    )
+    return _finish(w, sources, [], spec)
+
+
+_BART = ("encoder_layers", "decoder_layers", "encoder_attention_heads", "decoder_attention_heads", "encoder_ffn_dim",
+         "decoder_ffn_dim", "max_position_embeddings")  # fmt: skip
+
+
+def _t5_head_dim(cfg: dict, h: int, heads: int) -> int:
+    """d_kv, or, where the config gives none, T5Config's default 64 when it is d_model / num_heads (else the config
+    says two things)."""
+    if cfg.get("d_kv") is not None:
+        return _int(cfg, "d_kv")
+    if h % heads:
+        raise HwsimError("workload.num_heads", heads, f"a divisor of d_model={h} (or a d_kv in the config)")
+    if h // heads != _T5_HEAD_DIM:
+        raise HwsimError(
+            "workload.d_kv",
+            None,
+            f"a positive integer in the config (T5Config's default {_T5_HEAD_DIM} is not "
+            f"d_model/num_heads={h // heads})",
+        )
+    return _T5_HEAD_DIM
+
+
+def _t5_gated(cfg: dict) -> bool:
+    """True for a gated feed-forward network (feed_forward_proj "gated-{activation}")."""
+    proj = cfg.get("feed_forward_proj", "relu")
+    parts = proj.split("-") if isinstance(proj, str) else []
+    gated = len(parts) == 2 and parts[0] == "gated"
+    if not parts or parts[-1] not in _T5_ACTIVATIONS or not (len(parts) == 1 or gated):
+        raise HwsimError(
+            "workload.feed_forward_proj",
+            proj,
+            "an activation or gated-<activation>, the activation one of "
+            + ", ".join(_T5_ACTIVATIONS)
+            + " (e.g. relu, gated-gelu)",
+        )
+    said = cfg.get("is_gated_act")
+    if said is not None and said is not gated:
+        raise HwsimError("workload.is_gated_act", said, f"{gated} (feed_forward_proj={proj!r})")
+    return gated
+
+
+def _marian_vocab(cfg: dict, w: dict) -> None:
+    """Marian's tables: one shared by both stacks (share_encoder_decoder_embeddings, the default: vocab_size rows),
+    or the encoder's vocab_size rows and the decoder's decoder_vocab_size."""
+    shared = cfg.get("share_encoder_decoder_embeddings", True)
+    if not isinstance(shared, bool):
+        raise HwsimError("workload.share_encoder_decoder_embeddings", shared, "true or false")
+    dec = _int(cfg, "decoder_vocab_size") if cfg.get("decoder_vocab_size") is not None else w["vocab"]
+    if shared and dec != w["vocab"]:
+        raise HwsimError(
+            "workload.decoder_vocab_size", dec, f"vocab_size={w['vocab']} (share_encoder_decoder_embeddings is true)"
+        )
+    if not shared:
+        w["source_vocab"], w["vocab"] = w["vocab"], dec
 
 
 def _finish(w: dict, sources: dict, warnings: list, spec: str) -> dict:

@@ -47,6 +47,7 @@ def test_a_toml_table_adds_a_host_cpu(clean_catalog):
         ("decoders", {}, "x", "section"),
         ("gpus", {}, "h100", "gpu.id"),  # a built-in name
         ("gpus", {}, "no spaces please", "gpu.id"),
+        ("links", {"bandwidth_gbs": 25.0, "pageable_factor": 0.5}, "x" * 10_001, "host_link.id"),  # too long a name
     ],
 )
 def test_a_bad_entry_is_one_clear_line_and_adds_nothing(clean_catalog, section, entry, id, field):

@@ -182,6 +182,9 @@ def augmentations() -> dict:
     return _entries("augmentations")
 
 
+MAX_ID_CHARS = 200  # an added entry's name: a label for tables and menus, not a text
+
+
 def add(section: str, entry, id: str | None = None, origin: str = "catalog.add()") -> dict:
     """Add a device, storage, link, workload, engine or host CPU at run time: a dict or a TOML table of the
     documented fields (python -m jupyter_hwsim catalog SECTION --json shows them), deep-checked like a custom
@@ -200,8 +203,13 @@ def add(section: str, entry, id: str | None = None, origin: str = "catalog.add()
     if not isinstance(entry, dict):
         raise HwsimError(_FIELD[section], entry, "a table (dict) of the entry's fields")
     key = id if id is not None else entry.get("id")
-    if not isinstance(key, str) or not key.strip() or _norm(key) != key.strip().lower().replace("_", "-"):
-        raise HwsimError(f"{_FIELD[section]}.id", key, "a name of letters, digits and dashes")
+    if (
+        not isinstance(key, str)
+        or not key.strip()
+        or len(key) > MAX_ID_CHARS
+        or _norm(key) != key.strip().lower().replace("_", "-")
+    ):
+        raise HwsimError(f"{_FIELD[section]}.id", key, f"a name of letters, digits and dashes, at most {MAX_ID_CHARS}")
     key = _norm(key)
     taken = _aliases(section).get(key)
     if taken is not None and taken not in _ADDED[section]:

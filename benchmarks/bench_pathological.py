@@ -134,11 +134,11 @@ class Watch:
 def _hog(watch: Watch, t_send: float, t_budget: float) -> tuple[int | None, float | None, str]:
     """The worker that held the pathological request (it wrote nothing and used the most CPU between its start
     and its budget), and when it was freed: the first result it wrote after that, or its end."""
-    lo, hi = t_send + 2.0, t_budget - 0.5
-    best, best_cpu = None, 0.3 * (hi - lo)  # busy a third of the time at least
+    lo, hi = t_send + 1.0, t_budget - 0.5
+    best, best_cpu = None, 0.2  # a worker that serves writes its results; one set aside gets only idle CPU
     for pid, rows in watch.samples.items():
         inside = [r for r in rows if lo <= r[0] <= hi]
-        if len(inside) < 2 or inside[0][2] != inside[-1][2]:
+        if len(inside) < 2 or inside[0][2] != inside[-1][2] or rows[0][0] > lo:  # not one started since
             continue
         cpu = inside[-1][1] - inside[0][1]
         if cpu > best_cpu:
@@ -203,7 +203,11 @@ def _recovery(watch: Watch, normal: list[dict], sent: dict, answer: dict | None)
     if freed is None:
         return None
     rec.update(hog=pid, freed=freed, how=how)
-    restarted = watch.first("worker processes were restarted", t_send)
+    # the pool restarted (before), or a worker process started in the slot of the one that held it (after)
+    restarted = min(
+        (t for t in (watch.first(x, t_send) for x in ("were restarted", "was restarted", "in its place")) if t),
+        default=None,
+    )
     rec["restarted"] = restarted
     if restarted is not None:
         ready = watch.first("ready after", restarted)

@@ -3,9 +3,11 @@ twin, then diagnosis."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import time
+from contextvars import ContextVar
 
 import numpy as np
 
@@ -27,6 +29,22 @@ BATCH_FIELD = {k: t.batch_field for k, t in KIND_TRAITS.items()}
 MAX_OPERATOR_RUNS = 1_000_000
 SUGGEST_RUNS = 64
 DEFAULT_BUDGET_S = 20.0
+
+
+# A deadline (time.time()) for every call made in a context: past it, each stops at its next check between the phases
+# of a run (the model's step costs, the run and its measurement). The REST server sets it for a request
+# (jupyter/server.py compute_by), so the estimates of its charts stop too. None: each call's own budget_s only.
+_deadline: ContextVar[float | None] = ContextVar("hwsim_deadline", default=None)
+
+
+@contextlib.contextmanager
+def deadline(at: float):
+    """Every call made inside stops at its next check once time.time() is past `at`."""
+    token = _deadline.set(at)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
 
 
 class _OutOfBudget(Exception):
@@ -52,10 +70,20 @@ def _run(scenario, method: str, seed: int, suggest, budget_s: float, brief: bool
     kind = kinds.get(s.kind)
     m = costs.resolve(s)
     n_ops = _check_work(m, method, suggest) if not brief else 0
+
+    def check():  # between phases: the context's deadline, and a simulation's own budget (its event loop counts
+        # from its own start, after the step costs)
+        at = _deadline.get()
+        if (at is not None and time.time() > at) or (method == "simulate" and time.perf_counter() - t0 > budget_s):
+            raise _OutOfBudget if brief else _budget_error(m, method, budget_s, n_ops, searching=False)
+
+    check()
     d, mem = kind.prepare(m)
+    check()
     state, sim, timeline = None, {}, []
     if not mem["oom"]:
         state, sim, timeline = kind.state(m, d, method, seed, budget_s)
+        check()
     r = _result(kind, m, d, mem, method, state, timeline, brief)
     if not brief:
         r.warnings += _overload(kind, m, mem)
@@ -128,8 +156,15 @@ def _check_work(m, method: str, suggest) -> int:
     return n
 
 
-def _budget_error(m, method: str, budget_s: float, n_ops: int) -> HwsimError:
-    """The suggestion search stopped at the call's time budget: what was too big, and what to change."""
+def _budget_error(m, method: str, budget_s: float, n_ops: int, searching: bool = True) -> HwsimError:
+    """The suggestion search (or the run itself) stopped at the call's time budget: what was too big, and what to
+    change."""
+    if not searching:
+        if method == "simulate":
+            return HwsimError(
+                "steps", m.s.steps, f"a run that fits the {budget_s:g} s simulation budget", "lower steps"
+            )
+        return HwsimError("workload", _workload_name(m), "an estimate that fits its time budget", "a smaller model")
     if method == "simulate":
         return HwsimError(
             "steps",

@@ -668,28 +668,26 @@ def test_a_worker_that_outlives_its_budget_is_replaced():
 
     w = Workers(HwsimServer(timeout_s=1.0, max_workers=1))
     try:
-        w.start_pool()
+        w.start_slots()
         for _ in range(2400):
             if w.ready:
                 break
             time.sleep(0.05)
         assert w.ready
-        pool = w.pool
-        old = list(pool._processes.values())
-        stuck = pool.submit(time.sleep, 60)  # a stand-in for a job that ignores its time budget
-        stuck.hwsim_pool = pool
+        w.long_s = math.inf  # not set aside: stopped at its budget
+        stuck = w.run(time.sleep, 60)  # a stand-in for a job that ignores its time budget
         time.sleep(0.5)
+        slot = stuck.hwsim_slot
         w.reap(stuck)
         with pytest.raises(BrokenProcessPool):
             stuck.result(timeout=30)
-        for p in old:
-            p.join(10)
-            assert not p.is_alive()
+        slot.process().join(10)
+        assert not slot.process().is_alive()
         for _ in range(2400):
             if w.ready:
                 break
             time.sleep(0.05)
-        assert w.ready and w.pool is not pool
+        assert w.ready and slot not in w.slots
         assert w.submit(time.time() + 30, "estimate", {}, 0, False).result(timeout=60)[0] == 200
     finally:
         w.shutdown()

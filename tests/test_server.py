@@ -2,10 +2,13 @@
 
 import asyncio
 import json
+import math
 import statistics
 import sys
+import threading
 import time
 from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
 
 import pytest
 import tornado.httpclient
@@ -172,7 +175,7 @@ async def test_before_the_workers_are_ready_requests_run_in_the_server_under_the
 ):
     workers = _workers(jp_serverapp)
     await asyncio.wrap_future(workers.local_warm)
-    assert workers.pool is None and not workers.ready
+    assert not workers.slots and not workers.ready
     long = {"steps": 100000, "workload": "resnet50"}
     running, waiting = await asyncio.gather(_post(jp_fetch, "simulate", long), _post(jp_fetch, "simulate", long))
     err = _json(running)["error"]
@@ -187,48 +190,50 @@ async def test_before_the_workers_are_ready_requests_run_in_the_server_under_the
     assert resp.code == 200, _json(resp)
 
 
-async def test_requests_beside_a_job_past_its_budget_run_again_when_its_workers_are_restarted(jp_fetch, jp_serverapp):
-    """A job still running past its budget gets the worker processes terminated and new ones started
-    (Workers.reap). The requests queued or running beside it used to get a 503 (or, queued, no answer): they now
-    run once more, on the new workers or in the server's thread, within what is left of their budget."""
+async def test_a_job_past_its_budget_has_its_worker_replaced_and_the_requests_beside_it_go_on(jp_fetch, jp_serverapp):
+    """A job still running past its budget gets its worker process terminated and a new one started in its slot
+    (Workers.reap). That used to restart every worker process, and the requests running beside it ran again; now
+    they run on in the other slot, untouched, and the requests that wait go to it."""
     workers = _workers(jp_serverapp)
-    await _until(lambda: workers.ready, "the worker processes")
-    pool = workers.pool
-    stuck = [pool.submit(time.sleep, 60) for _ in range(workers.size)]  # stand-ins for jobs that ignore budgets
-    for job in stuck:
-        job.hwsim_pool = pool
+    await _until(lambda: workers.ready and all(s.ready for s in workers.slots), "the worker processes")
+    workers.long_s = math.inf  # not set aside (tests/test_server_slots.py): stopped at its budget
+    stuck = workers.run(time.sleep, 60)  # a stand-in for a job that ignores its budget
+    await _until(lambda: stuck.running(), "the stuck job in a worker")
+    held = stuck.hwsim_slot
+    others = {s: s.pid for s in workers.slots if s is not held}
     bodies = [{"workload": "resnet50", "loader_workers": k, "steps": 60} for k in (2, 3, 5, 7)]
     beside = [asyncio.ensure_future(_post(jp_fetch, "simulate", b, params={"suggest": "0"})) for b in bodies]
-    await _until(lambda: len(pool._pending_work_items) == len(stuck) + len(bodies), "the requests in the pool")
-    workers.reap(stuck[0])
+    await _until(lambda: len(workers.queue) + sum(s.job is not None for s in others) >= 2, "the requests queued")
+    workers.reap(stuck)
     for body, resp in zip(bodies, await asyncio.gather(*beside)):
         assert resp.code == 200, _json(resp)
         assert _json(resp)["throughput"] == simulate(Scenario(**body), suggest=False).throughput
-    for job in stuck:
-        with pytest.raises(BrokenProcessPool):
-            job.result(timeout=30)
-    assert workers.pool is not pool
-    await _until(lambda: workers.ready, "the new worker processes")
+    with pytest.raises(BrokenProcessPool):
+        stuck.result(timeout=30)
+    assert held not in workers.slots
+    await _until(lambda: not held.alive(), "the stopped worker process to end", 30)
+    assert all(s in workers.slots and s.pid == pid and s.alive() for s, pid in others.items())  # untouched
+    await _until(lambda: all(s.ready for s in workers.slots), "the new worker process")
     resp = await _post(jp_fetch, "simulate", {"workload": "resnet50", "steps": 60}, params={"suggest": "0"})
     assert resp.code == 200, _json(resp)
 
 
 async def test_a_worker_process_that_ends_on_its_own_is_replaced(jp_fetch, jp_serverapp):
-    """A worker process killed from outside (the out-of-memory killer, an operator) breaks the pool. Nothing
-    replaced it, so every later simulation failed; now the request that meets it runs once more, and new worker
-    processes start."""
+    """A worker process killed from outside (the out-of-memory killer, an operator) broke the pool, and every later
+    simulation failed; now a new one starts in its slot, and the requests go to the other meanwhile."""
     workers = _workers(jp_serverapp)
-    await _until(lambda: workers.ready, "the worker processes")
-    pool = workers.pool
-    victim = next(iter(pool._processes.values()))
-    victim.kill()
-    victim.join(30)
+    await _until(lambda: workers.ready and all(s.ready for s in workers.slots), "the worker processes")
+    victim, *others = workers.slots
+    pids = [s.pid for s in others]
+    victim.process().kill()
+    victim.process().join(30)
     for k in (2, 3, 5):
         body = {"workload": "resnet50", "loader_workers": k, "steps": 60}
         resp = await _post(jp_fetch, "simulate", body, params={"suggest": "0"})
         assert resp.code == 200, _json(resp)
         assert _json(resp)["throughput"] == simulate(Scenario(**body), suggest=False).throughput
-    await _until(lambda: workers.ready and workers.pool is not pool, "the new worker processes")
+    await _until(lambda: victim not in workers.slots and all(s.ready for s in workers.slots), "the new worker")
+    assert [s.pid for s in others] == pids and all(s in workers.slots for s in others)
     resp = await _post(jp_fetch, "simulate", {"workload": "resnet50", "steps": 60}, params={"suggest": "0"})
     assert resp.code == 200, _json(resp)
 
@@ -242,11 +247,33 @@ async def test_the_estimate_of_a_model_the_user_gave_runs_in_a_worker_not_in_the
     huge = {"arch": "convnext", "patch": 4, "depths": [1024] * 16, "dims": [8] * 16, "num_classes": 10,
             "input_bytes_per_sample": 150000, "preprocess_ms_per_sample": 1.0, "default_batch_size": 32}  # fmt: skip
     held = asyncio.ensure_future(_post(jp_fetch, "estimate", {"workload": huge}))
-    await _until(lambda: len(workers.pool._pending_work_items) == 1, "the custom model's estimate in a worker", 30)
+    await _until(lambda: any(s.job is not None for s in workers.slots), "the custom model's estimate in a worker", 30)
     resp = await _post(jp_fetch, "estimate", {"workload": "resnet50", "loader_workers": 3})
     assert resp.code == 200, _json(resp)
     resp = await held
     assert resp.code == 504 and "the estimate was still running" in _json(resp)["error"]["message"]
+
+
+async def test_an_imported_workload_file_is_read_off_the_event_loop(jp_fetch, monkeypatch):
+    """An hf: or onnx: workload is read and parsed when the request is validated: in a thread, not on the server's
+    event loop (a large file held every request meanwhile). A catalogue workload is validated in place."""
+    from jupyter_hwsim.jupyter import server
+
+    threads = []
+
+    def validate(scenario):
+        threads.append(threading.current_thread())
+        return real(scenario)
+
+    real = server._validate
+    monkeypatch.setattr(server, "_validate", validate)
+    config = Path(server.__file__).parent.parent / "data" / "models" / "llama-1-7b.json"
+    resp = await _post(jp_fetch, "estimate", {"kind": "llm", "workload": f"hf:{config}", "steps": 20})
+    assert resp.code == 200, _json(resp)
+    resp = await _post(jp_fetch, "estimate", {"kind": "llm", "workload": "llama-2-7b", "steps": 20})
+    assert resp.code == 200, _json(resp)
+    loop_thread = threading.current_thread()  # pytest-jupyter's server runs on this test's event loop
+    assert [t is loop_thread for t in threads] == [False, True]
 
 
 LOAD_CLIENT = r"""

@@ -12,8 +12,8 @@ at once.
 
 Every handler is authenticated (Jupyter's token/cookie auth and XSRF). Bodies are
 bounded (413), scenarios validated (400 with the field, value and what is accepted),
-and the work runs in a bounded process pool off the event loop with a timeout (504),
-so the server keeps serving files and kernels. Nothing a user sends is evaluated.
+and the work runs in worker processes (one job each at a time; Workers) off the event loop with a timeout
+(504), so the server keeps serving files and kernels. Nothing a user sends is evaluated.
 
 Warming starts in the background as soon as the extension loads: first one thread of the server process
 imports what a simulation needs, then the worker processes start and do the same. Until the first of them
@@ -25,6 +25,8 @@ ran out.
 from __future__ import annotations
 
 import asyncio
+import collections
+import functools
 import json
 import multiprocessing
 import os
@@ -181,6 +183,12 @@ class ResultCache:
                 self.bytes -= len(self.entries.pop(next(iter(self.entries))))
 
 
+def _validate(scenario: dict) -> Scenario:
+    """The request's scenario, or a HwsimError: cheap, before queueing any work (but for an hf: or onnx: file)."""
+    catalog.generation()  # a user catalogue folder named since the last request is read (or refused) first
+    return Scenario.from_dict(scenario)
+
+
 def prefill(cache: ResultCache) -> None:
     """The estimate of the default scenario, computed once the server's thread is warm: a sidebar opened on a fresh
     server shows its first numbers without waiting for any computation."""
@@ -195,6 +203,8 @@ def prefill(cache: ResultCache) -> None:
 
 GRACE_S = 1.0  # a job past its budget stops itself this long after its 504 (half the budget if that is shorter)
 REAP_S = 0.5  # and if it has not (a stretch of work without a budget check), its worker is terminated this long after
+LONG_S = 3.0  # a job that has run this long while others wait for a worker is set aside (Workers.watch)
+WATCH_S = 0.1  # how often the worker processes are looked at
 
 
 def grace_s(budget_s: float) -> float:
@@ -206,17 +216,21 @@ def grace_s(budget_s: float) -> float:
 def compute_by(deadline: float, grace_s: float, method: str, scenario: dict, seed: int, suggest):
     """compute() for a request whose time budget ends at `deadline` (time.time(), the same clock in every process):
     the simulation stops itself `grace_s` after it, so no input holds a worker (or the server's thread) for long
-    after its 504 went out. A job that starts after the deadline has been answered already and does nothing."""
+    after its 504 went out; so do the estimates of its charts (runner.deadline). A job that starts after the
+    deadline has been answered already and does nothing."""
+    from ..runner import deadline as stop_at
+
     left = deadline - time.time()
     if left <= 0:
         return 504, "{}"
-    return compute(method, scenario, seed, left + grace_s, suggest)
+    with stop_at(deadline + grace_s):
+        return compute(method, scenario, seed, left + grace_s, suggest)
 
 
 def warm() -> int:
     """Import what compute() needs and fill its caches with one small estimate, so that the first request finds a
     ready process. Every worker runs it before it takes any request; the server runs it once in its own thread.
-    It never raises (a worker whose initializer raises breaks the whole pool): a failure here shows up, worded,
+    It never raises (a worker whose initializer raises breaks its executor): a failure here shows up, worded,
     on the request that meets it."""
     try:
         compute("estimate", {}, 0, 5.0, False)
@@ -245,58 +259,128 @@ def stop(processes) -> None:
     threading.Thread(target=kill_stragglers, name="hwsim-stop-workers", daemon=True).start()
 
 
+def _imported(scenario: dict) -> bool:
+    """The workload is a file the user names (hf:, onnx:): reading it takes the time its size does."""
+    w = scenario.get("workload")
+    return isinstance(w, str) and w.strip().lower().startswith(IMPORTED)
+
+
+class Slot:
+    """One worker process: a ProcessPoolExecutor of one, spawned (no server state is forked), warm (warm()) before
+    it takes a job, then one job at a time. Stopping it stops its own job and no other."""
+
+    def __init__(self, number: int):
+        self.number = number  # 1 .. Workers.size, for the log
+        ctx = multiprocessing.get_context("spawn")
+        self.pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=warm)
+        self.started_at = time.perf_counter()
+        self.warming = self.pool.submit(os.getpid)  # spawns the process now; it warms before it runs this
+        self.proc = next(iter((getattr(self.pool, "_processes", None) or {}).values()), None)  # no public handle
+        self.pid: int | None = None  # once warm
+        self.ready = False  # warm, and takes jobs
+        self.retired = False  # stopped, or being stopped
+        self.job: Future | None = None  # the job it runs
+        self.since = 0.0  # when that job started (time.monotonic())
+
+    def process(self):
+        return self.proc
+
+    def alive(self) -> bool:
+        return self.proc is None or self.proc.is_alive()  # unknown (no such handle): taken as alive
+
+    def kill(self) -> None:
+        stop([self.proc] if self.proc is not None else [])
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+
 class Workers:
-    """Where simulations run: the pool of worker processes once one of them is warm, one thread of the server
-    process until then. start() warms that thread first (it answers the first requests) and then the pool, whose
-    processes are spawned (no server state is forked) and each warm before they take a request. On a small machine,
-    warming both at once slows both and the server's own start-up (benchmarks/bench_server_cold.py)."""
+    """Where simulations run: worker processes, one per slot, once one of them is warm; one thread of the server
+    process until then. start() warms that thread first (it answers the first requests) and then the worker
+    processes, each warm before it takes a request. On a small machine, warming both at once slows both and the
+    server's own start-up (benchmarks/bench_server_cold.py).
+
+    Jobs wait in one queue, in order, and each goes to the first free warm slot: a slot runs one job at a time, so
+    a job never waits behind a stuck one while another worker is free, and stopping a worker stops its own job
+    only. A worker that ends on its own (killed, out of memory), or is stopped with a job past its budget, is
+    replaced in its slot; the others go on serving, untouched. A job that has run LONG_S while others wait is set
+    aside (watch)."""
 
     def __init__(self, limits: HwsimServer, log=None):
         self.limits, self.log = limits, log
         self.size = max(1, min(limits.max_workers, os.cpu_count() or 1))
-        self.pool: ProcessPoolExecutor | None = None
+        self.slots: list[Slot] = []
+        self.aside: list[Slot] = []  # set aside: a long job finishing at the lowest CPU priority, out of the slots
+        self.queue: collections.deque = collections.deque()  # [job, fn, args] waiting for a free slot
+        self.long_s = LONG_S
         self.local = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hwsim")
         self.local_warm: Future | None = None
-        self.ready = False  # a worker process has finished warm(): requests go to the pool
-        self.failed = False  # the pool could not start: requests stay in the server's thread
+        self.failed = False  # no worker process could start: requests stay in the server's thread
         self.closed = False
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # a done callback may run at once, in the thread that holds it
         self.started_at = time.perf_counter()
         self.warm_s: float | None = None  # how long the first worker took to be ready, from start()
+
+    @property
+    def ready(self) -> bool:
+        """A worker process is warm: simulations go to the worker processes, not the server's thread."""
+        return any(slot.ready for slot in self.slots)
 
     def start(self) -> None:
         """Returns at once; the warming goes on in the background."""
         self.started_at = time.perf_counter()
         self.local_warm = self.local.submit(warm)
-        self.local_warm.add_done_callback(lambda _: self.start_pool())
+        self.local_warm.add_done_callback(lambda _: self.start_slots())
 
-    def start_pool(self) -> None:
+    def start_slots(self) -> None:
         with self.lock:
-            if self.closed or self.pool is not None:
+            if self.closed or self.slots:
                 return
             try:
-                ctx = multiprocessing.get_context("spawn")
-                self.pool = ProcessPoolExecutor(max_workers=self.size, mp_context=ctx, initializer=warm)
-                for _ in range(self.size):  # a task per worker spawns them all now; each warms before taking one
-                    self.pool.submit(os.getpid).add_done_callback(self._warmed)
+                for number in range(1, self.size + 1):
+                    self.slots.append(self._slot(number))
             except Exception as e:  # no processes (a sandbox, a resource limit): serve in-process
                 self.failed = True
+                for slot in self.slots:
+                    slot.kill()
+                self.slots = []
                 self._note("jupyter_hwsim: no worker processes (%s); simulations run in the server process", e)
+                return
+        threading.Thread(target=self.watch, name="hwsim-watch-workers", daemon=True).start()
 
-    def _warmed(self, job: Future) -> None:  # called in the pool's manager thread
-        if job.cancelled() or self.ready or self.failed or self.closed:
+    def _slot(self, number: int) -> Slot:
+        slot = Slot(number)
+        slot.warming.add_done_callback(functools.partial(self._warmed, slot))
+        return slot
+
+    def _warmed(self, slot: Slot, job: Future) -> None:  # in the slot's manager thread
+        if job.cancelled() or self.closed or slot.retired:
             return
         if job.exception() is not None:
-            self.failed = True
+            with self.lock:
+                slot.retired = True
+                if slot in self.slots:
+                    self.slots.remove(slot)
+                self.failed = not self.slots
+            slot.kill()
             self._note(
-                "jupyter_hwsim: the worker processes failed to start (%s); simulations run in the server process",
+                "jupyter_hwsim: worker process %d failed to start (%s)%s",
+                slot.number,
                 job.exception(),
+                "; simulations run in the server process" if self.failed else "",
             )
             return
-        self.warm_s = time.perf_counter() - self.started_at
-        self.ready = True
+        with self.lock:
+            slot.pid, slot.ready = job.result(), True
+            if self.warm_s is None:
+                self.warm_s = time.perf_counter() - self.started_at
         if self.log is not None:
-            self.log.info("jupyter_hwsim: worker processes (%d) ready after %.1f s", self.size, self.warm_s)
+            self.log.info(
+                "jupyter_hwsim: worker process %d of %d ready after %.1f s",
+                slot.number,
+                self.size,
+                time.perf_counter() - slot.started_at,
+            )
+        self._dispatch()
 
     def _note(self, message: str, *args) -> None:
         if self.log is not None:
@@ -304,54 +388,162 @@ class Workers:
 
     def submit(self, deadline: float, method: str, scenario: dict, seed: int, suggest) -> Future:
         # estimates (closed form, milliseconds: the preview while a slider moves) run in the server's thread, so
-        # they never queue behind simulations in the pool. Not those of a model the user gave (a table or a file):
-        # its size is theirs, an estimate of 57,000 operators and its charts take 14 s, and the thread cannot be
-        # stopped; a worker can.
-        w = scenario.get("workload")
-        own_model = isinstance(w, dict) or (isinstance(w, str) and w.strip().lower().startswith(IMPORTED))
-        pooled = (method != "estimate" or own_model) and self.ready and self.pool is not None
-        executor = self.pool if pooled else self.local
-        grace = grace_s(self.limits.timeout_s)
-        try:
-            job = executor.submit(compute_by, deadline, grace, method, scenario, seed, suggest)
-        except BrokenProcessPool:  # a worker process ended on its own: new ones start, and this one runs here
-            self.replace(executor, "a worker process ended")  # type: ignore[arg-type]
-            executor = self.local
-            job = executor.submit(compute_by, deadline, grace, method, scenario, seed, suggest)
-        job.hwsim_pool = executor if executor is self.pool else None  # type: ignore[attr-defined]
+        # they never queue behind simulations. Not those of a model the user gave (a table or a file): its size is
+        # theirs, an estimate of 57,000 operators and its charts take 14 s, and the thread cannot be stopped; a
+        # worker can.
+        own_model = isinstance(scenario.get("workload"), dict) or _imported(scenario)
+        args = (deadline, grace_s(self.limits.timeout_s), method, scenario, seed, suggest)
+        if (method == "estimate" and not own_model) or not self.ready:
+            job = self.local.submit(compute_by, *args)
+            job.hwsim_slot = None  # type: ignore[attr-defined]
+            return job
+        return self.run(compute_by, *args)
+
+    def run(self, fn, *args) -> Future:
+        """fn(*args) in the first worker process free, in the order asked."""
+        job: Future = Future()
+        job.hwsim_slot = None  # type: ignore[attr-defined]
+        with self.lock:
+            self.queue.append([job, fn, args])
+        self._dispatch()
         return job
 
-    def reap(self, job: Future) -> None:
-        """Called grace_s + REAP_S after the 504 of a job that was running. A job still running then ignores its
-        own time budget: the worker processes are stopped and new ones started. The jobs beside it fail (running)
-        or are cancelled (waiting), and their requests run once more within their budget (ComputeHandler). A job
-        in the server's thread cannot be stopped; it relies on its budget alone."""
-        if job.done() or getattr(job, "hwsim_pool", None) is None:
-            return
-        self.replace(job.hwsim_pool, "a simulation outlived its time budget")  # type: ignore[attr-defined]
-
-    def replace(self, pool: ProcessPoolExecutor | None, why: str) -> None:
-        """Stop the worker processes of `pool` and start new ones, unless that was done already (or the server
-        is stopping). Also for a pool broken by a worker that ended on its own (killed, out of memory): nothing
-        else would replace it, and every later simulation would fail."""
+    def _dispatch(self) -> None:
+        """Give each free warm slot the next job that waits (one that was cancelled, its 504 answered, is dropped)."""
+        broken = []
         with self.lock:
-            if self.closed or pool is None or pool is not self.pool:
+            while self.queue and not self.closed:
+                slot = next((s for s in self.slots if s.ready and s.job is None), None)
+                if slot is None:
+                    break
+                item = self.queue.popleft()
+                job, fn, args = item
+                if not (job.running() or job.set_running_or_notify_cancel()):
+                    continue
+                try:
+                    inner = slot.pool.submit(fn, *args)
+                except Exception:  # its process ended since (BrokenProcessPool): the job goes to another
+                    self.queue.appendleft(item)
+                    slot.ready = False
+                    broken.append(slot)
+                    continue
+                slot.job, slot.since = job, time.monotonic()
+                job.hwsim_slot = slot  # type: ignore[attr-defined]
+                inner.add_done_callback(functools.partial(self._done, slot, job))
+        for slot in broken:
+            self.replace(slot, "a worker process ended")
+
+    def _done(self, slot: Slot, job: Future, inner: Future) -> None:  # in the slot's manager thread
+        with self.lock:
+            if slot.job is job:
+                slot.job = None
+            aside = slot in self.aside
+        error = BrokenProcessPool("its worker process was stopped") if inner.cancelled() else inner.exception()
+        if aside:  # its process ends with its job
+            self.replace(slot, None)
+        elif isinstance(error, BrokenProcessPool):  # it ended under the job (killed, out of memory)
+            self.replace(slot, "a worker process ended")
+        if error is not None:
+            job.set_exception(error)
+        else:
+            job.set_result(inner.result())
+        self._dispatch()
+
+    def watch(self) -> None:
+        """Every WATCH_S, in a thread: a worker process that ended while idle (killed from outside, out of memory)
+        is replaced (one that ends under a job is replaced when the job fails: _done); and a job that has run for
+        long_s while others wait for a worker is set aside: its process goes on at the lowest CPU priority (it
+        gets only idle CPU), out of the slots, until its job ends (then the process ends) or its 504 (then it is
+        stopped), and a new process is started in its slot. Its budget still holds: a simulation the user meant
+        to run long finishes if the machine has time for it."""
+        while not self.closed:
+            time.sleep(WATCH_S)
+            with self.lock:
+                slots, room = list(self.slots), len(self.aside) < self.size
+                waiting = any(not job.cancelled() for job, _fn, _args in self.queue)
+            try:
+                for slot in slots:
+                    if slot.ready and slot.job is None and not slot.alive():
+                        self.replace(slot, "a worker process ended")
+                    elif waiting and room and slot.job is not None and time.monotonic() - slot.since > self.long_s:
+                        room = self.set_aside(slot) and len(self.aside) < self.size
+            except RuntimeError:  # the interpreter is exiting (no new processes): its workers end with it
                 return
-            self.pool, self.ready = None, False
-        stop(list((getattr(pool, "_processes", None) or {}).values()))  # no public handle before 3.14
-        pool.shutdown(wait=False, cancel_futures=True)
-        self._note("jupyter_hwsim: %s; the worker processes were restarted", why)
-        self.start_pool()
+
+    def set_aside(self, slot: Slot) -> bool:
+        new = self._slot(slot.number)
+        with self.lock:
+            if self.closed or slot.retired or slot not in self.slots or slot.job is None:
+                new.retired = True
+                new.kill()
+                return False
+            self.slots[self.slots.index(slot)] = new
+            self.aside.append(slot)
+            slot.ready = False
+        p = slot.process()
+        try:
+            os.setpriority(os.PRIO_PROCESS, p.pid, 19)  # type: ignore[union-attr]
+        except (AttributeError, OSError):  # no such call (Windows), or it has ended
+            pass
+        self._note(
+            "jupyter_hwsim: a job has run for %.0f s while others wait; its worker process goes on at the lowest "
+            "priority, and worker process %d was started in its place",
+            time.monotonic() - slot.since,
+            slot.number,
+        )
+        return True
+
+    def is_aside(self, job: Future) -> bool:
+        return getattr(job, "hwsim_slot", None) in self.aside
+
+    def reap(self, job: Future) -> None:
+        """Called grace_s + REAP_S after the 504 of a job that was running (at once for one set aside). A job still
+        running then ignores its own time budget: its worker process is stopped, and a new one started in its
+        slot. The other slots, and the jobs they run, are not touched. A job in the server's thread cannot be
+        stopped; it relies on its budget alone."""
+        slot = getattr(job, "hwsim_slot", None)
+        if job.done() or slot is None or slot.job is not job:
+            return
+        self.replace(slot, "a simulation outlived its time budget")
+
+    def replace(self, slot: Slot, why: str | None) -> None:
+        """Stop a worker process, with its job if it has one, and start a new one in its slot (one set aside only
+        stops), unless that was done already or the server is stopping. Also for one that ended on its own: nothing
+        else would replace it."""
+        with self.lock:
+            if self.closed or slot.retired:
+                return
+            slot.retired, slot.ready = True, False
+            aside = slot in self.aside
+            if aside:
+                self.aside.remove(slot)
+        slot.kill()
+        if aside:
+            return
+        new = self._slot(slot.number)
+        with self.lock:
+            if self.closed or slot not in self.slots:
+                new.retired = True
+                new.kill()
+                return
+            self.slots[self.slots.index(slot)] = new
+        if why is not None:
+            self._note("jupyter_hwsim: %s; worker process %d was restarted (the others go on)", why, slot.number)
 
     def shutdown(self) -> None:
         """Stop the thread and the worker processes, whatever they are doing (warming up included)."""
         with self.lock:
-            self.closed, self.ready = True, False
-            pool, self.pool = self.pool, None
+            self.closed = True
+            slots, self.slots, self.aside = self.slots + self.aside, [], []
+            queued, self.queue = list(self.queue), collections.deque()
+        for job, _fn, _args in queued:
+            job.cancel()
         self.local.shutdown(wait=False, cancel_futures=True)
-        if pool is not None:
-            stop(list((getattr(pool, "_processes", None) or {}).values()))  # no public handle before 3.14
-            pool.shutdown(wait=True, cancel_futures=True)
+        for slot in slots:
+            slot.retired = True
+            slot.kill()
+        for slot in slots:
+            slot.pool.shutdown(wait=True)
 
 
 class _Base(APIHandler):
@@ -415,8 +607,10 @@ class ComputeHandler(_Base):
                 accepted="a non-negative integer",
             )
         try:
-            catalog.generation()  # a user catalogue folder named since the last request is read (or refused) first
-            s = Scenario.from_dict(scenario)  # cheap: refuse a bad scenario before queueing any work
+            if _imported(scenario):  # the file is read and parsed: in a thread, not on the event loop
+                s = await asyncio.get_running_loop().run_in_executor(None, _validate, scenario)
+            else:
+                s = _validate(scenario)
         except HwsimError as e:
             self.set_status(400)
             return self.finish(json.dumps({"error": e.to_dict()}))
@@ -444,19 +638,11 @@ class ComputeHandler(_Base):
                     break
                 except TimeoutError:
                     return self.fail(504, **self.late(job, s))
-                except (BrokenProcessPool, asyncio.CancelledError) as e:
-                    # the worker processes were restarted under it (another request outlived its budget: a job
-                    # running beside it fails, one still waiting is cancelled), or one of them ended: once more, on
-                    # new ones or in the server's thread, within what is left of its budget
-                    task = asyncio.current_task()
-                    stopping = workers.closed or bool(task and task.cancelling())
-                    if isinstance(e, asyncio.CancelledError) and (stopping or not job.cancelled()):
-                        raise  # this request itself is cancelled: the server is stopping
-                    workers.replace(getattr(job, "hwsim_pool", None), "a worker process ended")
-                    if attempt or stopping:
-                        return self.fail(
-                            503, "the worker processes were restarted (a simulation outlived its budget); try again"
-                        )
+                except BrokenProcessPool:
+                    # its worker process ended under it (killed from outside, out of memory; a new one is
+                    # started in its slot): once more, in another, within what is left of its budget
+                    if attempt or workers.closed:
+                        return self.fail(503, "the worker process ended under this simulation; try again")
         if status == 200 and key is not None:
             cache.put(key, text)
         self.set_status(status)
@@ -471,7 +657,9 @@ class ComputeHandler(_Base):
         if job.cancel():  # still queued: it never started, and now it never will
             return {"message": f"{head}: it was still waiting for a free worker; try again shortly", **error}
         workers = self.settings["hwsim_workers"]
-        asyncio.get_running_loop().call_later(grace_s(budget) + REAP_S, workers.reap, job)
+        # one set aside gets no grace: its process ends with its job anyway
+        later = 0.0 if workers.is_aside(job) else grace_s(budget) + REAP_S
+        asyncio.get_running_loop().call_later(later, workers.reap, job)
         if self.method in ("simulate", "trace"):
             return {
                 "message": f"{head}: the simulation of steps={s.steps} was still running; fewer steps finish sooner",

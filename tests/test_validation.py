@@ -18,7 +18,7 @@ PUBLISHED = ROOT / "jupyter_hwsim" / "data" / "reference" / "published.csv"
 
 @pytest.fixture(scope="module")
 def rows():
-    return validation.table(fit=validation.fit_decode_efficiency)
+    return validation.table(fit=validation.fit_engines)
 
 
 def test_the_published_table_is_large_and_sourced():

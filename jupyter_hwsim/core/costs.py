@@ -240,6 +240,7 @@ class Rates:
     units: int
     tile: int
     matmul_fixed_s: float = 0.0  # a matmul kernel's fixed time inside it (prologue, pipeline fill, epilogue)
+    weight_matmul: float = 0.0  # FLOP/s of a matmul with weights where the engine runs it otherwise (0: matmul)
 
 
 def rates(m: Machine) -> Rates:
@@ -256,7 +257,22 @@ def rates(m: Machine) -> Rates:
         dev["parallel_units"],
         dev["tile"],
         _matmul_latency_us(dev) * 1e-6,
+        quantized_matmul_tflops(m) * 1e12 * eff,
     )
+
+
+def quantized_matmul_tflops(m: Machine) -> float:
+    """The rate of the weight matmuls of a weight-quantized LLM (int8, int4) where the engine runs them as integer
+    kernels (llama.cpp's MMQ: activations quantized to int8, int8 dot products) on a device with that tensor rate:
+    the rate times the engine's quantized_matmul_efficiency (how far its kernels get from it). 0 elsewhere: the
+    weights are dequantized and multiplied at the 16-bit rate (engines.toml quantized_matmul)."""
+    e, s = m.engine, m.s
+    rate = e.get("quantized_matmul")
+    if not rate or not s.traits.generates or s.precision not in ("int8", "int4"):
+        return 0.0
+    if rate not in m.device["peak_tflops"] or catalog.maker(m.device) not in e.get("quantized_matmul_platforms", ()):
+        return 0.0
+    return float(m.device["peak_tflops"][rate]) * float(e.get("quantized_matmul_efficiency", 1.0))
 
 
 def _matmul_latency_us(dev: dict) -> float:
@@ -286,7 +302,11 @@ def roofline(
     if op.cls == MATMUL and (op.vector or (op.groups == 1 and op.rows * b < GEMV_ROWS)):
         return flops, nbytes, flops / r.vector, nbytes / r.bw
     occ = sm_occupancy(op, b, r.units, r.tile) if occupancy else 1.0
-    return flops, nbytes, flops / ((r.matmul if op.cls == MATMUL else r.vector) * occ), nbytes / r.bw
+    if op.cls != MATMUL:
+        rate = r.vector
+    else:
+        rate = r.weight_matmul if op.params and r.weight_matmul else r.matmul
+    return flops, nbytes, flops / (rate * occ), nbytes / r.bw
 
 
 _STEP_CACHE: dict = {}

@@ -668,6 +668,10 @@ _KEYS = {
         "fusion": ("name", 0, 0, False),
         "accumulate": ("name", 0, 0, False),
         "fuses": ("names", 0, 0, False),
+        "decode_bw_efficiency": ("nums", 0, 2, True),
+        "quantized_matmul": ("name", 0, 0, False),
+        "quantized_matmul_efficiency": ("num", 0, 2, True),
+        "quantized_matmul_platforms": ("names", 0, 0, False),
     },
     "workloads": {
         "default_batch_size": ("int", 1, 65536, False),

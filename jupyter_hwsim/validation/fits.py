@@ -1,7 +1,9 @@
 """Parameters fitted from the validation rows, always leave-one-source-out.
 
 Where no microbenchmark gives a figure, the engine catalogue takes it from published end-to-end measurements:
-an engine's decode kernels' share of the bandwidth per weight format (engines.toml decode_bw_efficiency). A fit
+an engine's decode kernels' share of the bandwidth per weight format (engines.toml decode_bw_efficiency), and the
+share of the int8 tensor rate its quantized matmul kernels reach in prompt processing (quantized_matmul_efficiency,
+llama.cpp's MMQ). A fit
 uses only rows of other source families than the ones predicted (validation.table(fit=...)), and only from at
 least MIN_FAMILIES families, so no figure rests on one publisher.
 """
@@ -11,10 +13,12 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
-from ..core import catalog
+from ..core import catalog, costs
+from ..core.scenario import Scenario
 
 MIN_FAMILIES = 2  # a group's figure needs single-stream decode rows from at least this many source families
 DECODE_MEASURES = ("per_stream",)  # one stream decoding: bandwidth-bound, the cleanest view of the kernels
+PREFILL_MEASURES = ("prefill_tps",)  # prompt processing: compute-bound, the cleanest view of the matmul kernels
 
 
 def _engine(fields: dict) -> dict | None:
@@ -40,26 +44,60 @@ def decode_efficiency(train: list[dict]) -> dict:
     return out
 
 
+def runs_quantized_matmul(fields: dict) -> bool:
+    """The case's weight matmuls run as the engine's integer kernels (costs.quantized_matmul_tflops)."""
+    e = _engine(fields)
+    if e is None or not e.get("quantized_matmul") or fields.get("kind") != "llm":
+        return False
+    return costs.quantized_matmul_tflops(costs.resolve(Scenario(**fields))) > 0
+
+
+def _prefill_rows(train: list[dict]) -> dict:
+    groups: dict = defaultdict(list)
+    for r in train:
+        if r["measure"] in PREFILL_MEASURES and r["measured"] > 0 and r["predicted"] > 0:
+            if runs_quantized_matmul(r["fields"]):
+                groups[_engine(r["fields"])["id"]].append(r)
+    return groups
+
+
+def quantized_matmul_efficiency(train: list[dict]) -> dict:
+    """engine id -> the quantized matmul efficiency the training rows' prompt processing implies: the catalogue's
+    figure times the median of measured / predicted, where MIN_FAMILIES families have rows."""
+    out = {}
+    for engine, rows in _prefill_rows(train).items():
+        if len({r["family"] for r in rows}) >= MIN_FAMILIES:
+            now = float(catalog.get("engines", engine)["quantized_matmul_efficiency"])
+            out[engine] = now * statistics.median(r["measured"] / r["predicted"] for r in rows)
+    return out
+
+
+def _line(what: str, value: float, rows: list[dict]) -> str:
+    fams = sorted({r["family"] for r in rows})
+    return f"{what}: {value:.3f} from {len(rows)} rows of {len(fams)} families ({', '.join(fams)})"
+
+
 def describe(train: list[dict]) -> list[str]:
     """One line per fitted group: the figure, its rows and source families (for the report and the catalogue)."""
-    fitted, lines = decode_efficiency(train), []
-    for (engine, precision), value in sorted(fitted.items()):
+    lines = []
+    for (engine, precision), value in sorted(decode_efficiency(train).items()):
         rows = [r for r in train if r["measure"] in DECODE_MEASURES and _engine(r["fields"])["id"] == engine
                 and r["fields"].get("precision") == precision]  # fmt: skip
-        fams = sorted({r["family"] for r in rows})
-        lines.append(
-            f"{engine} {precision}: {value:.3f} from {len(rows)} rows of {len(fams)} families ({', '.join(fams)})"
-        )
+        lines.append("decode bandwidth efficiency, " + _line(f"{engine} {precision}", value, rows))
+    prefill = _prefill_rows(train)
+    for engine, value in sorted(quantized_matmul_efficiency(train).items()):
+        lines.append("quantized matmul efficiency, " + _line(engine, value, prefill[engine]))
     return lines
 
 
-def fit_decode_efficiency(train: list[dict]):
-    """A validation fit: the adjustment that gives each llm case its engine's fitted decode efficiency."""
-    fitted = decode_efficiency(train)
+def fit_engines(train: list[dict]):
+    """A validation fit: the adjustment that gives each llm case its engine's fitted decode and quantized matmul
+    efficiencies."""
+    decode, qmm = decode_efficiency(train), quantized_matmul_efficiency(train)
 
     def adjust(case: dict) -> dict:
-        """The case with its engine's decode efficiency as fitted here, or the roofline (1.0) where these rows
-        cannot fit it: the catalogue's own figure came from every family, the predicted one included."""
+        """The case with its engine's efficiencies as fitted here, or the roofline (1.0) where these rows cannot
+        fit them: the catalogue's own figures came from every family, the predicted one included."""
         fields = case["fields"]
         e = _engine(fields)
         if fields.get("kind") != "llm" or e is None:
@@ -67,8 +105,10 @@ def fit_decode_efficiency(train: list[dict]):
         precision = fields.get("precision")
         e["decode_bw_efficiency"] = {
             **e.get("decode_bw_efficiency", {}),
-            precision: fitted.get((e["id"], precision), 1.0),
+            precision: decode.get((e["id"], precision), 1.0),
         }
+        if e.get("quantized_matmul"):
+            e["quantized_matmul_efficiency"] = qmm.get(e["id"], 1.0)
         return {**case, "fields": {**fields, "engine": e}}
 
     return adjust

@@ -350,6 +350,7 @@ def test_onnx_conv_and_an_unknown_operator(tmp_path):
     ops = {op.name: op for op in workloads.operators(w)}
     assert ops["conv"].flops == 2.0 * 16 * 32 * 32 * 3 * 3 * 3  # per sample: the graph's batch of 8 divided out
     assert (ops["conv"].rows, ops["conv"].cols, ops["bn"].cls) == (32 * 32, 16, "batchnorm")
+    assert (ops["conv"].window, ops["conv"].vector) == (3, False)
     assert w["default_batch_size"] == 8
     # an operator it cannot classify is kept and named with its share of the FLOPs
     assert ops["odd_one"].flops == 16

@@ -3,7 +3,7 @@
 import pytest
 
 from jupyter_hwsim import Scenario, estimate
-from jupyter_hwsim.core import costs, workloads
+from jupyter_hwsim.core import catalog, costs, workloads
 
 
 def _bytes(s):
@@ -58,3 +58,35 @@ def test_depthwise_convolutions_pay_no_transposes():
     ab = costs.activation_bytes("fp16", False)
     extra = sum(2.0 * (op.act_in + op.act_out) * 64 * ab for op in ops if op.conv and not op.vector)
     assert _bytes(s) - _bytes(s.replace(channels_last=True)) == pytest.approx(extra)
+
+
+def _depthwise_time(engine: str, k: int) -> tuple[float, float]:
+    """(time, bandwidth-roof time) of one 7x7 or 3x3 depthwise convolution of ConvNeXt-T's first stage."""
+    m = costs.resolve(Scenario(kind="inference", workload="convnext-tiny", gpu="rtx-4090", engine=engine,
+                               precision="fp16", batch_size=64))  # fmt: skip
+    op, _ = workloads._conv("dw", 96, 96, k, 1, 56, groups=96)
+    r = costs.rates(m)
+    _, nbytes, _, t_m = costs.roofline(op, 64, r, 2.0, 2.0, False)
+    return t_m, nbytes / r.bw
+
+
+def test_a_large_depthwise_window_runs_far_from_the_bandwidth_roof():
+    """PyTorch's kernels specialise 3x3 (and 5x5) depthwise windows; 7x7 runs a generic kernel (engines.toml
+    large_depthwise_bw_efficiency), on the same bytes."""
+    t7, roof7 = _depthwise_time("pytorch-eager", 7)
+    t3, roof3 = _depthwise_time("pytorch-eager", 3)
+    e = catalog.get("engines", "pytorch-eager")["large_depthwise_bw_efficiency"]
+    assert t7 == pytest.approx(roof7 / e) and t3 == pytest.approx(roof3)
+    assert t7 / t3 == pytest.approx(1 / e, rel=0.01)  # the weights are a sliver of the bytes
+    t7_trt, roof7_trt = _depthwise_time("tensorrt", 7)  # no measurement for TensorRT's kernels: the roof
+    assert t7_trt == pytest.approx(roof7_trt)
+
+
+def test_imported_convolutions_keep_their_window():
+    torch = pytest.importorskip("torch")
+    from jupyter_hwsim import from_torch
+
+    block = torch.nn.Sequential(torch.nn.Conv2d(32, 32, 7, padding=3, groups=32), torch.nn.Conv2d(32, 64, 1))
+    w = from_torch(block, torch.zeros(2, 32, 28, 28), name="dw-block")
+    dw, pw = workloads.operators(w, 1)[:2]
+    assert (dw.window, dw.vector) == (7, True) and (pw.window, pw.vector) == (1, False)

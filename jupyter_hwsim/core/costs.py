@@ -241,6 +241,13 @@ class Rates:
     tile: int
     matmul_fixed_s: float = 0.0  # a matmul kernel's fixed time inside it (prologue, pipeline fill, epilogue)
     weight_matmul: float = 0.0  # FLOP/s of a matmul with weights where the engine runs it otherwise (0: matmul)
+    large_depthwise_bw: float = 1.0  # the bandwidth share a depthwise convolution of LARGE_DEPTHWISE_WINDOW reaches
+
+
+# cuDNN (8.2 and later) and PyTorch's native depthwise kernels specialise 3x3 and 5x5 windows (pytorch/pytorch PR
+# 22302 and PR 58749: up to 6x for 5x5); a 7x7 or larger window runs a generic kernel far from the bandwidth roof
+# (engines.toml large_depthwise_bw_efficiency).
+LARGE_DEPTHWISE_WINDOW = 7
 
 
 def rates(m: Machine) -> Rates:
@@ -258,6 +265,7 @@ def rates(m: Machine) -> Rates:
         dev["tile"],
         _matmul_latency_us(dev) * 1e-6,
         quantized_matmul_tflops(m) * 1e12 * eff,
+        float(m.engine.get("large_depthwise_bw_efficiency", 1.0)),
     )
 
 
@@ -300,7 +308,8 @@ def roofline(
     act = 0.0 if fused else (op.act_in + op.act_out) * b * ab * scale
     nbytes = act + op.params * wb * scale
     if op.cls == MATMUL and (op.vector or (op.groups == 1 and op.rows * b < GEMV_ROWS)):
-        return flops, nbytes, flops / r.vector, nbytes / r.bw
+        bw = r.bw * (r.large_depthwise_bw if op.vector and op.window >= LARGE_DEPTHWISE_WINDOW else 1.0)
+        return flops, nbytes, flops / r.vector, nbytes / bw
     occ = sm_occupancy(op, b, r.units, r.tile) if occupancy else 1.0
     if op.cls != MATMUL:
         rate = r.vector

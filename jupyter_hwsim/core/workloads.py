@@ -48,6 +48,7 @@ class Op:
     conv: bool = False  # a convolution: its layout matters to tensor cores (costs.nchw_transposes)
     vector: bool = False  # no tensor-core form (a depthwise convolution): runs at the vector units' rate
     training: bool = False  # runs in a training step only (dropout: an identity at inference)
+    window: int = 0  # a convolution's kernel side (k of a k x k window; the longest side); 0 for other operators
 
     @property
     def tensor_core_conv(self) -> bool:
@@ -84,6 +85,7 @@ def _conv(name, cin, cout, k, stride, hw_in, groups=1):
         cout,
         conv=True,
         vector=grouped_vector(groups, per_group),
+        window=k,
     ), hw
 
 
@@ -669,6 +671,7 @@ _KEYS = {
         "accumulate": ("name", 0, 0, False),
         "fuses": ("names", 0, 0, False),
         "decode_bw_efficiency": ("nums", 0, 2, True),
+        "large_depthwise_bw_efficiency": ("num", 0, 1, True),
         "quantized_matmul": ("name", 0, 0, False),
         "quantized_matmul_efficiency": ("num", 0, 2, True),
         "quantized_matmul_platforms": ("names", 0, 0, False),

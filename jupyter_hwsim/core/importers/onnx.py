@@ -240,7 +240,7 @@ class _Graph:
             rows = math.prod(ys[2:]) if len(ys) > 2 else 1
             vector = grouped_vector(_attr(node, "group", 1), w[1])
             return Op(name, "matmul", 2.0 * out_n * k, act_in, out_n, self.params(ins), rows, ys[1], conv=True,
-                      vector=vector)  # fmt: skip
+                      vector=vector, window=max(w[2:], default=1))  # fmt: skip
         if t == "ConvTranspose":
             w, xs = self.shape.get(ins[1]), self.shape.get(ins[0])
             k = math.prod(w[1:]) * _attr(node, "group", 1) if w else 1

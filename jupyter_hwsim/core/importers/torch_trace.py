@@ -392,9 +392,11 @@ class _Tracer:
                 flops = 2.0 * out_n * math.prod(w.shape[1:])
             rows = math.prod(y.shape[2:]) if y.dim() > 2 else 1
             cols = y.shape[1] if y.dim() > 1 else 1
+            window = max(args[1].shape[2:], default=1) if args[1].dim() > 2 else 1
             self.ops.append(
-                Op(label, "matmul", flops, act_in, out_n, params, rows, cols, conv=True, vector=_vector_conv(op, args))
-            )
+                Op(label, "matmul", flops, act_in, out_n, params, rows, cols, conv=True, vector=_vector_conv(op, args),
+                   window=int(window))
+            )  # fmt: skip
         elif op in _ATTENTION:
             q, k, v = ins[0], ins[1], ins[2]
             s, t = q.shape[-2], k.shape[-2]

@@ -58,6 +58,10 @@ def test_the_prompt_path_follows_the_int8_rate_not_the_fp16_one():
 
     q = prefill("rtx-3090", "int4") / prefill("rtx-a6000", "int4")
     f = prefill("rtx-3090", "fp16") / prefill("rtx-a6000", "fp16")
-    assert q == pytest.approx(rate("rtx-3090", "int8") / rate("rtx-a6000", "int8"), rel=0.1)
-    assert f == pytest.approx(rate("rtx-3090", "fp16") / rate("rtx-a6000", "fp16"), rel=0.1)
     assert q > 1 > f
+    # the rest of a prompt's time (attention, norms, the weights' bytes) is alike in both: the two ratios differ by
+    # about the ratio of the rates
+    ratio = (rate("rtx-3090", "int8") / rate("rtx-a6000", "int8")) / (
+        rate("rtx-3090", "fp16") / rate("rtx-a6000", "fp16")
+    )
+    assert q / f == pytest.approx(ratio, rel=0.15)

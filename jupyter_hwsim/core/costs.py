@@ -257,7 +257,7 @@ def rates(m: Machine) -> Rates:
     if m.engine.get("accumulate") == "fp16":  # a GeForce card runs fp16-accumulate GEMMs at twice the rate
         matmul = dev.get("peak_tflops_acc16", {}).get(m.precision, matmul)
     return Rates(
-        matmul * 1e12 * eff,
+        matmul * 1e12 * dev.get("gemm_efficiency", eff),
         peaks.get("fp32", min(peaks.values())) * 1e12 * eff,
         dev["memory_bandwidth_gbs"] * 1e9 * dev["memory_efficiency"],
         dev["launch_overhead_us"] * 1e-6,
@@ -290,14 +290,30 @@ def _matmul_latency_us(dev: dict) -> float:
     return float(catalog.defaults("gpus")["matmul_latency_us"] if value is None else value)
 
 
-def with_fixed_time(op, r: Rates, kernels: int, t_c: float, t_m: float) -> tuple[float, float]:
-    """(t_c, t_m) with a matmul's fixed time per kernel added to the roof that binds it: however small, a GEMM
-    kernel pays its prologue, pipeline fill and epilogue (devices.toml matmul_latency_us, from a measured GEMM
-    table), which is what keeps small matmuls far from both roofs."""
+# A tensor-core matmul pays part of both roofs where they are close: its weight stream and its MMAs overlap
+# imperfectly, so its time is fixed + (t_c^P + t_m^P)^(1/P) rather than the roofline's max (P -> infinity).
+# P fitted, with each device's gemm_efficiency, to Vidur's measured PyTorch fp16 linears of Llama-2-7B's shapes on
+# A100 and H100, M = 1..4096 (data/reference/vidur_linear_table.csv; tests/test_gemm_table.py refits it).
+MATMUL_OVERLAP_P = 2.5
+
+
+def gemv(op, b: int) -> bool:
+    """A matmul that runs as a matrix-vector kernel: a depthwise convolution, or fewer output rows than GEMV_ROWS."""
+    return op.cls == MATMUL and (op.vector or (op.groups == 1 and op.rows * b < GEMV_ROWS))
+
+
+def with_fixed_time(op, r: Rates, kernels: int, t_c: float, t_m: float, b: int = 1) -> tuple[float, float]:
+    """(t_c, t_m) of a matmul with what it pays beyond its larger roof added to that roof, so that their max is
+    its time: however small, a GEMM kernel pays its prologue, pipeline fill and epilogue per kernel
+    (devices.toml matmul_latency_us, from a measured GEMM table), which keeps small matmuls far from both roofs;
+    and a tensor-core matmul near its ridge point pays part of the smaller roof too (MATMUL_OVERLAP_P)."""
     if op.cls != MATMUL or not kernels:
         return t_c, t_m
-    fixed = kernels * r.matmul_fixed_s
-    return (t_c + fixed, t_m) if t_c >= t_m else (t_c, t_m + fixed)
+    extra = kernels * r.matmul_fixed_s
+    hi, lo = max(t_c, t_m), min(t_c, t_m)
+    if lo > 0 and not gemv(op, b):
+        extra += hi * ((1.0 + (lo / hi) ** MATMUL_OVERLAP_P) ** (1.0 / MATMUL_OVERLAP_P) - 1.0)
+    return (t_c + extra, t_m) if t_c >= t_m else (t_c, t_m + extra)
 
 
 def roofline(
@@ -307,15 +323,19 @@ def roofline(
     flops = op.flops * b * scale
     act = 0.0 if fused else (op.act_in + op.act_out) * b * ab * scale
     nbytes = act + op.params * wb * scale
-    if op.cls == MATMUL and (op.vector or (op.groups == 1 and op.rows * b < GEMV_ROWS)):
-        bw = r.bw * (r.large_depthwise_bw if op.vector and op.window >= LARGE_DEPTHWISE_WINDOW else 1.0)
-        return flops, nbytes, flops / r.vector, nbytes / bw
-    occ = sm_occupancy(op, b, r.units, r.tile) if occupancy else 1.0
     if op.cls != MATMUL:
-        rate = r.vector
-    else:
-        rate = r.weight_matmul if op.params and r.weight_matmul else r.matmul
-    return flops, nbytes, flops / (rate * occ), nbytes / r.bw
+        occ = sm_occupancy(op, b, r.units, r.tile) if occupancy else 1.0
+        return flops, nbytes, flops / (r.vector * occ), nbytes / r.bw
+    if op.vector:  # no tensor-core form: the vector units, a 7x7 or larger window at its kernels' bandwidth
+        bw = r.bw * (r.large_depthwise_bw if op.window >= LARGE_DEPTHWISE_WINDOW else 1.0)
+        return flops, nbytes, flops / r.vector, nbytes / bw
+    rate = r.weight_matmul if op.params and r.weight_matmul else r.matmul
+    if not occupancy:  # a recorded step: no shapes
+        return flops, nbytes, flops / (r.vector if gemv(op, b) else rate), nbytes / r.bw
+    rate *= sm_occupancy(op, b, r.units, r.tile)
+    if gemv(op, b):  # the library runs the faster of a vector-unit GEMV and a tensor-core tile padded to its rows
+        rate = max(r.vector, rate)
+    return flops, nbytes, flops / rate, nbytes / r.bw
 
 
 _STEP_CACHE: dict = {}
@@ -393,7 +413,7 @@ def _build_step_cost(m: Machine) -> StepCost:
                 c.launch_dev_s += 2 * r.launch_s  # two transpose kernels, issued inside the library call
             kernels = 0 if is_fused else op.kernels * (n_mm if op.cls == MATMUL else 1)
             if not measured:  # a recorded step's kernel times hold their fixed time already
-                t_c, t_m = with_fixed_time(op, r, kernels, t_c, t_m)
+                t_c, t_m = with_fixed_time(op, r, kernels, t_c, t_m, b)
             t = max(t_c, t_m)
             if t_c >= t_m:
                 c.compute_s += t

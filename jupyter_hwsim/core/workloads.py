@@ -646,6 +646,7 @@ _KEYS = {
         "memory_bandwidth_gbs": ("num", 0, 1e12, True),
         "peak_tflops": ("nums", 0, 1e12, True),
         "peak_tflops_acc16": ("nums", 0, 1e12, True),
+        "gemm_efficiency": ("num", 0, 1.5, True),
         "parallel_units": ("int", 1, 1e12, False),
         "compute_efficiency": ("num", 0, 1.5, True),  # above 1: a boost clock past the rated peak's
         "memory_efficiency": ("num", 0, 1, True),

@@ -460,6 +460,15 @@ SETTINGS = [
     (r"C=(\d+) CPUs, W=(\d+)", lambda m: {"cpu_cores": int(m[1]), "loader_workers": int(m[2])}, ""),
     (r"per-GPU batch|run_squad|run_pretraining", lambda m: {}, ""),
 ]
+# source id -> the loader its harness runs where the row's settings do not say (read from the harness at the
+# source's commit)
+SOURCE_LOADERS = {
+    "nvidia-dle-rn50-tf": (
+        {"loader_workers": 10},
+        "tf.data decodes and resizes on 10 threads (runtime/runner.py: num_preprocessing_threads = 10 without DALI; "
+        "training_perf.sh and inference_benchmark.sh pass --data_dir, real TFRecords)",
+    ),
+}
 SERVING_SETTINGS = [
     # trtllm-bench: all requests queued at once; the runtime batch is what memory allows
     (r"all (\d+) requests queued at once", lambda m: {"concurrency": "fit", "requests": int(m[1])}),
@@ -678,6 +687,14 @@ def case(row: dict) -> dict:
             if m:
                 fields.update(fn(m))
                 notes.append(note)
+        if (
+            "loader_workers" not in fields
+            and "preprocess_ms_per_sample" not in fields
+            and row["source_id"] in SOURCE_LOADERS
+        ):
+            loader, note = SOURCE_LOADERS[row["source_id"]]
+            fields.update(loader)
+            notes.append(note)
         if "loader_workers" not in fields and "preprocess_ms_per_sample" not in fields:
             fields["loader_workers"] = fields["cpu_cores"] = cores or 16
             notes.append("loader not stated: one worker per host core")

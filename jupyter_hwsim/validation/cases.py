@@ -460,6 +460,16 @@ SETTINGS = [
     (r"C=(\d+) CPUs, W=(\d+)", lambda m: {"cpu_cores": int(m[1]), "loader_workers": int(m[2])}, ""),
     (r"per-GPU batch|run_squad|run_pretraining", lambda m: {}, ""),
 ]
+# source id -> (precisions, why): where the harness convolves in NCHW and the framework leaves those precisions'
+# tensor-core convolutions in NCHW (cuDNN transposes them in and out: costs.nchw_transposes)
+SOURCE_NCHW = {
+    "nvidia-dle-rn50-tf": (
+        ("tf32",),
+        "NCHW convolutions at TF32: the harness computes in NCHW (runtime/runner.py compute_format, "
+        "utils/cmdline_helper.py --data_format default), and TensorFlow's layout pass moved only fp16 to NHWC "
+        "until TF32 support came in 2022 (tensorflow/tensorflow PR 31087, PR 55761), after NGC 20.06",
+    ),
+}
 # source id -> the loader its harness runs where the row's settings do not say (read from the harness at the
 # source's commit)
 SOURCE_LOADERS = {
@@ -665,6 +675,14 @@ def case(row: dict) -> dict:
         notes.append(
             "fp32 runs as TF32 here: NGC's PyTorch enables TF32 for cuBLAS and cuDNN, TensorFlow 2.4+ by default"
         )
+    nchw = SOURCE_NCHW.get(row["source_id"])
+    if nchw and fields.get("precision") in nchw[0] and isinstance(fields.get(ENGINE_FIELD), str):
+        e = catalog.get("engines", fields[ENGINE_FIELD])
+        fields[ENGINE_FIELD] = {
+            **{k: v for k, v in e.items() if k not in ("id", "aliases", "sources")},
+            "conv_layout": "nchw",
+        }
+        notes.append(nchw[1])
 
     m, inp = _first(INPUTS, row["input"])
     if inp is None:

@@ -4,7 +4,7 @@
 import pytest
 
 from jupyter_hwsim import Scenario
-from jupyter_hwsim.core import costs, workloads
+from jupyter_hwsim.core import catalog, costs, workloads
 from jupyter_hwsim.core.errors import HwsimError
 from jupyter_hwsim.core.importers import from_hf_config
 
@@ -23,6 +23,17 @@ def test_dropout_costs_a_pass_in_training_and_nothing_at_inference():
     assert infer["layer0.attn.mask"] == pytest.approx(train["layer0.attn.mask"])  # the mask is no dropout
 
 
+NAIVE_EAGER = {
+    **{k: v for k, v in catalog.get("engines", "pytorch-eager").items() if k not in ("id", "aliases", "sources")},
+    "attention": "naive",
+}
+
+
+def _step(engine):
+    s = Scenario(kind="inference", workload="bert-large", precision="fp16", batch_size=8, seq_len=384, engine=engine)
+    return costs.step_cost(costs.resolve(s))
+
+
 def test_a_workload_without_dropout_has_no_dropout_pass():
     ops = workloads.operators("llama-2-7b", 128)
     assert not any(op.training for op in ops)
@@ -30,11 +41,25 @@ def test_a_workload_without_dropout_has_no_dropout_pass():
 
 @pytest.mark.parametrize(
     "engine, fused",
-    [("pytorch-eager", False), ("tensorflow", False), ("torch-compile", True), ("tensorrt", True), ("xla", True)],
-)
+    [("pytorch-eager", True), ("tensorflow", False), ("torch-compile", True), ("tensorrt", True), ("xla", True),
+     (NAIVE_EAGER, False)],
+)  # fmt: skip
 def test_the_scale_and_mask_pass_goes_where_the_engine_fuses_softmax_or_elementwise(engine, fused):
     ops = _ops(kind="inference", workload="bert-large", precision="fp16", batch_size=8, engine=engine)
     assert (ops["layer0.attn.mask"] == 0) == fused
+
+
+def test_a_fused_attention_keeps_its_scores_on_chip():
+    """PyTorch 2's scaled_dot_product_attention (engines.toml attention = fused): no softmax or mask pass, no score
+    matrix written or read, and the two matmuls one kernel; the same model written out naively pays all three."""
+    fused = _step(engine="pytorch-eager")
+    naive = _step(engine=NAIVE_EAGER)
+    scores = 16 * 384 * 384 * 8 * 2  # heads x seq x seq x batch, 2-byte values
+    layers = 24
+    # the naive attention moves the scores through HBM: written, read and written by softmax (+mask), read
+    assert naive.hbm_bytes - fused.hbm_bytes > layers * 4 * scores
+    assert naive.kernels - fused.kernels >= layers * 3  # softmax, mask and the second matmul's own kernel
+    assert fused.flops == pytest.approx(naive.flops, rel=0.01)  # the same math
 
 
 def test_llama_cpp_softmax_takes_the_mask():
@@ -74,3 +99,20 @@ def test_a_config_s_dropout_is_read_and_a_bad_one_refused():
     assert "hidden_dropout" not in w  # zero: no pass
     with pytest.raises(HwsimError, match="attention_probs_dropout_prob"):
         from_hf_config({**cfg, "attention_probs_dropout_prob": 1.5})
+
+
+def test_autocast_runs_softmax_and_norms_in_fp32_with_a_cast_each_side():
+    """Under autocast (16-bit math in PyTorch eager), softmax and layer norm run in fp32 (engines.toml autocast_fp32):
+    each reads and writes 4-byte values and a cast kernel converts each side: five times its 16-bit bytes."""
+    no_casts = {**NAIVE_EAGER, "autocast_fp32": []}
+    with_casts = _ops(kind="training", workload="bert-large", precision="fp16", batch_size=8, engine=NAIVE_EAGER)
+    without = _ops(kind="training", workload="bert-large", precision="fp16", batch_size=8, engine=no_casts)
+    for name in ("layer0.attn.softmax", "layer0.ln1"):
+        assert with_casts[name] == pytest.approx(5 * without[name])
+    assert with_casts["layer0.ffn.up"] == without["layer0.ffn.up"]
+    # fp32 math has nothing to cast, and a language model is cast to 16 bits whole (no autocast)
+    fp32 = _ops(kind="training", workload="bert-large", precision="fp32", batch_size=8, engine=NAIVE_EAGER)
+    fp32_plain = _ops(kind="training", workload="bert-large", precision="fp32", batch_size=8, engine=no_casts)
+    assert fp32["layer0.ln1"] == fp32_plain["layer0.ln1"]
+    llm = costs.resolve(Scenario(kind="llm", workload="llama-2-7b", engine=NAIVE_EAGER, precision="fp16"))
+    assert not costs.autocast_fp32_classes(llm)

@@ -379,9 +379,17 @@ def fused_classes(m: Machine) -> frozenset:
     weights only at inference: a training step normalizes with its own batch's statistics, which need the
     convolution's output first (a reduction over it), so a training step pays batchnorm's passes on any engine."""
     fuses = frozenset(m.engine["fuses"])
+    if fused_attention(m):  # the attention kernel scales, masks and normalizes its scores on chip
+        fuses |= {"softmax"}
     if fuses & {"softmax", "elementwise"}:
         fuses |= {"mask"}
     return fuses - {"batchnorm"} if m.s.traits.trains else fuses
+
+
+def fused_attention(m: Machine) -> bool:
+    """The engine runs attention as one fused kernel (flash or memory-efficient attention: engines.toml attention):
+    the score matrix never leaves the chip, and the two matmuls and the softmax are one kernel."""
+    return m.engine.get("attention") == "fused"
 
 
 def _build_step_cost(m: Machine) -> StepCost:
@@ -391,12 +399,17 @@ def _build_step_cost(m: Machine) -> StepCost:
     wb, ab = weight_bytes(m.s), activation_bytes(m.s.precision, m.s.traits.generates)
     fused = fused_classes(m)
     transposes = nchw_transposes(m)
+    fp32_classes = autocast_fp32_classes(m)
     c = StepCost()
     backward = [("bwd", BACKWARD_FLOPS_FACTOR, BACKWARD_MATMUL_KERNELS)]
     passes = [("fwd", 1.0, 1)] + (backward if training and not measured else [])
+    flash = fused_attention(m)
     for op in workloads.operators(m.workload, m.seq):
         if op.training and not training:
             continue
+        if flash and (op.scores_out or op.scores_in):  # the scores stay on chip; one kernel for the attention
+            op = dataclasses.replace(op, act_out=op.act_out - op.scores_out, act_in=op.act_in - op.scores_in,
+                                     kernels=0 if op.scores_in else op.kernels)  # fmt: skip
         is_fused = op.cls in fused
         for tag, scale, n_mm in passes:
             flops, nbytes, t_c, t_m = roofline(
@@ -406,6 +419,12 @@ def _build_step_cost(m: Machine) -> StepCost:
                 extra = op.act_in * b * ab * scale  # batch statistics: one more pass over the input
                 nbytes += extra
                 t_m += extra / r.bw
+            if op.cls in fp32_classes and not is_fused:  # 4-byte reads and writes, a cast kernel in and one out
+                extra = 4.0 * (op.act_in + op.act_out) * b * ab * scale
+                nbytes += extra
+                t_m += extra / r.bw
+                c.kernels += 2
+                c.launch_dev_s += 2 * r.launch_s
             if transposes and op.tensor_core_conv:  # NCHW in, NHWC for the tensor cores, NCHW out: read and written
                 extra = 2.0 * (op.act_in + op.act_out) * b * ab * scale
                 nbytes += extra
@@ -451,6 +470,14 @@ def _build_step_cost(m: Machine) -> StepCost:
 
 
 TENSOR_CORE_FORMATS = ("tf32", "fp16", "bf16", "fp8", "int8")
+
+
+def autocast_fp32_classes(m: Machine) -> frozenset:
+    """Operator classes that run in fp32 with a cast each side (engines.toml autocast_fp32): under autocast, which
+    16-bit math in an eager framework runs under (language models are cast whole instead, model.half())."""
+    if m.s.precision not in AUTOCAST or m.s.traits.generates:
+        return frozenset()
+    return frozenset(m.engine.get("autocast_fp32", ()))
 
 
 def nchw_transposes(m: Machine) -> bool:

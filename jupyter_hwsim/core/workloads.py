@@ -49,6 +49,8 @@ class Op:
     vector: bool = False  # no tensor-core form (a depthwise convolution): runs at the vector units' rate
     training: bool = False  # runs in a training step only (dropout: an identity at inference)
     window: int = 0  # a convolution's kernel side (k of a k x k window; the longest side); 0 for other operators
+    scores_out: float = 0.0  # elements of an attention's score matrix this matmul writes (a fused attention: none)
+    scores_in: float = 0.0  # elements of an attention's score matrix this matmul reads (a fused attention: none)
 
     @property
     def tensor_core_conv(self) -> bool:
@@ -295,7 +297,18 @@ def _transformer_layers(w: dict, s: int, masked: bool = True) -> list[Op]:
         ops += [
             _pointwise(f"{p}.ln1", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
             _linear(f"{p}.qkv", s, h, q + 2 * kv * d),
-            Op(f"{p}.attn.scores", "matmul", 2.0 * s * t * q, (s + t) * q, heads * s * t, 0, s, t, heads),
+            Op(
+                f"{p}.attn.scores",
+                "matmul",
+                2.0 * s * t * q,
+                (s + t) * q,
+                heads * s * t,
+                0,
+                s,
+                t,
+                heads,
+                scores_out=heads * s * t,
+            ),  # fmt: skip
             *mask,
             Op(
                 f"{p}.attn.softmax",
@@ -308,7 +321,18 @@ def _transformer_layers(w: dict, s: int, masked: bool = True) -> list[Op]:
                 1,
             ),
             *_dropout(f"{p}.attn.dropout", heads * s * t, w.get("attention_dropout", 0.0)),
-            Op(f"{p}.attn.context", "matmul", 2.0 * s * t * q, heads * s * t + t * q, s * q, 0, s, d, heads),
+            Op(
+                f"{p}.attn.context",
+                "matmul",
+                2.0 * s * t * q,
+                heads * s * t + t * q,
+                s * q,
+                0,
+                s,
+                d,
+                heads,
+                scores_in=heads * s * t,
+            ),  # fmt: skip
             _linear(f"{p}.attn.out", s, q, h),
             *_dropout(f"{p}.attn.out_dropout", s * h, w.get("hidden_dropout", 0.0)),
             _pointwise(f"{p}.add1", "elementwise", s * h, n_in=2),
@@ -355,9 +379,9 @@ def _cross_attention(p: str, w: dict, s: int, t: int) -> list[Op]:
         _pointwise(f"{p}.ln_cross", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
         _linear(f"{p}.cross.q", s, h, q),
         _linear(f"{p}.cross.kv", t, h, 2 * q),
-        Op(f"{p}.cross.scores", "matmul", 2.0 * s * t * q, (s + t) * q, n, 0, s, t, heads),
+        Op(f"{p}.cross.scores", "matmul", 2.0 * s * t * q, (s + t) * q, n, 0, s, t, heads, scores_out=n),
         Op(f"{p}.cross.softmax", "softmax", SOFTMAX_FLOPS_PER_ELEMENT * n, n, n, 0, n, 1),
-        Op(f"{p}.cross.context", "matmul", 2.0 * s * t * q, n + t * q, s * q, 0, s, d, heads),
+        Op(f"{p}.cross.context", "matmul", 2.0 * s * t * q, n + t * q, s * q, 0, s, d, heads, scores_in=n),
         _linear(f"{p}.cross.out", s, q, h),
         _pointwise(f"{p}.add_cross", "elementwise", s * h, n_in=2),
     ]
@@ -671,6 +695,8 @@ _KEYS = {
         "fusion": ("name", 0, 0, False),
         "accumulate": ("name", 0, 0, False),
         "fuses": ("names", 0, 0, False),
+        "autocast_fp32": ("names", 0, 0, False),
+        "attention": ("name", 0, 0, False),
         "decode_bw_efficiency": ("nums", 0, 2, True),
         "large_depthwise_bw_efficiency": ("num", 0, 1, True),
         "quantized_matmul": ("name", 0, 0, False),

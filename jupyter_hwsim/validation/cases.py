@@ -460,6 +460,9 @@ SETTINGS = [
     (r"C=(\d+) CPUs, W=(\d+)", lambda m: {"cpu_cores": int(m[1]), "loader_workers": int(m[2])}, ""),
     (r"per-GPU batch|run_squad|run_pretraining", lambda m: {}, ""),
 ]
+# software versions whose PyTorch predates scaled_dot_product_attention (2.0, March 2023): NGC PyTorch containers
+# before 23.xx ship 1.x
+NAIVE_ATTENTION_VERSIONS = r"PyTorch 1\.|NGC PyTorch 2[0-2]\.|pytorch:2[0-2]\."
 # source id -> (precisions, why): where the harness convolves in NCHW and the framework leaves those precisions'
 # tensor-core convolutions in NCHW (cuDNN transposes them in and out: costs.nchw_transposes)
 SOURCE_NCHW = {
@@ -675,6 +678,14 @@ def case(row: dict) -> dict:
         notes.append(
             "fp32 runs as TF32 here: NGC's PyTorch enables TF32 for cuBLAS and cuDNN, TensorFlow 2.4+ by default"
         )
+    if re.search(NAIVE_ATTENTION_VERSIONS, row.get("software_version", "")) and isinstance(
+        fields.get(ENGINE_FIELD), str
+    ):
+        e = catalog.get("engines", fields[ENGINE_FIELD])
+        if e.get("attention") == "fused":
+            fields[ENGINE_FIELD] = {**{k: v for k, v in e.items() if k not in ("id", "aliases", "sources")},
+                                    "attention": "naive"}  # fmt: skip
+            notes.append("naive attention: PyTorch before 2.0 has no scaled_dot_product_attention")
     nchw = SOURCE_NCHW.get(row["source_id"])
     if nchw and fields.get("precision") in nchw[0] and isinstance(fields.get(ENGINE_FIELD), str):
         e = catalog.get("engines", fields[ENGINE_FIELD])

@@ -116,3 +116,18 @@ def test_autocast_runs_softmax_and_norms_in_fp32_with_a_cast_each_side():
     assert fp32["layer0.ln1"] == fp32_plain["layer0.ln1"]
     llm = costs.resolve(Scenario(kind="llm", workload="llama-2-7b", engine=NAIVE_EAGER, precision="fp16"))
     assert not costs.autocast_fp32_classes(llm)
+
+
+def test_a_compiled_graph_cannot_fuse_into_library_calls():
+    """Inductor runs matmuls as cuBLAS calls it cannot fuse into (engines.toml epilogue_fusion = false): a GELU
+    between two linears keeps its pass; a residual add beside a layer norm fuses into it. An engine that fuses
+    epilogues (TensorRT) fuses both."""
+    compiled = _ops(kind="inference", workload="vit-b16", precision="fp16", batch_size=64, engine="torch-compile")
+    trt = _ops(kind="inference", workload="vit-b16", precision="fp16", batch_size=64, engine="tensorrt")
+    assert compiled["layer0.ffn.act"] > 0 and compiled["layer0.add1"] == 0
+    assert trt["layer0.ffn.act"] == 0 and trt["layer0.add1"] == 0
+    # a run of pointwise operators between two library calls pays one pass: the first
+    m = costs.resolve(Scenario(kind="inference", workload="convnext-t", engine="torch-compile", precision="fp16"))
+    present = list(workloads.operators(m.workload, m.seq))
+    names = [present[i].name for i in costs.stranded_between_matmuls(m, present, costs.fused_classes(m))]
+    assert "stage1.0.act" in names and "stage1.0.layer_scale" in names and "stage1.0.add" not in names

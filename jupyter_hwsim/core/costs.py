@@ -386,6 +386,28 @@ def fused_classes(m: Machine) -> frozenset:
     return fuses - {"batchnorm"} if m.s.traits.trains else fuses
 
 
+def stranded_between_matmuls(m: Machine, ops, fused: frozenset) -> set[int]:
+    """Indices of fusible operators an engine without epilogue fusion must run as a kernel of their own
+    (engines.toml epilogue_fusion): a run of them between two matmuls or convolutions, which run as library calls
+    (cuBLAS, cuDNN), has no generated kernel to fuse into, so its first operator pays a pass and the rest fuse into
+    it (a GELU between two linears; a SiLU between two convolutions once batch norm is folded into the first)."""
+    if m.engine.get("epilogue_fusion", True):
+        return set()
+
+    def library_call(op) -> bool:  # a matmul, or what vanishes into one (batch norm folded into its convolution)
+        return op.cls == MATMUL or (op.cls == "batchnorm" and op.cls in fused)
+
+    inside = {"softmax", "mask"} if fused_attention(m) else set()  # in the attention's own kernel
+    out = set()
+    for i in range(1, len(ops)):
+        op = ops[i]
+        if op.cls in fused and op.cls not in inside and not library_call(op) and library_call(ops[i - 1]):
+            after = next((o for o in ops[i + 1 :] if not (o.cls in fused and not library_call(o))), None)
+            if after is not None and library_call(after):
+                out.add(i)
+    return out
+
+
 def fused_attention(m: Machine) -> bool:
     """The engine runs attention as one fused kernel (flash or memory-efficient attention: engines.toml attention):
     the score matrix never leaves the chip, and the two matmuls and the softmax are one kernel."""
@@ -404,13 +426,13 @@ def _build_step_cost(m: Machine) -> StepCost:
     backward = [("bwd", BACKWARD_FLOPS_FACTOR, BACKWARD_MATMUL_KERNELS)]
     passes = [("fwd", 1.0, 1)] + (backward if training and not measured else [])
     flash = fused_attention(m)
-    for op in workloads.operators(m.workload, m.seq):
-        if op.training and not training:
-            continue
+    present = [op for op in workloads.operators(m.workload, m.seq) if training or not op.training]
+    stranded = stranded_between_matmuls(m, present, fused)
+    for i, op in enumerate(present):
         if flash and (op.scores_out or op.scores_in):  # the scores stay on chip; one kernel for the attention
             op = dataclasses.replace(op, act_out=op.act_out - op.scores_out, act_in=op.act_in - op.scores_in,
                                      kernels=0 if op.scores_in else op.kernels)  # fmt: skip
-        is_fused = op.cls in fused
+        is_fused = op.cls in fused and i not in stranded
         for tag, scale, n_mm in passes:
             flops, nbytes, t_c, t_m = roofline(
                 op, b, r, wb, ab, is_fused, scale, occupancy=not measured

@@ -697,6 +697,7 @@ _KEYS = {
         "fuses": ("names", 0, 0, False),
         "autocast_fp32": ("names", 0, 0, False),
         "attention": ("name", 0, 0, False),
+        "epilogue_fusion": ("bool", 0, 0, False),
         "decode_bw_efficiency": ("nums", 0, 2, True),
         "large_depthwise_bw_efficiency": ("num", 0, 1, True),
         "quantized_matmul": ("name", 0, 0, False),
@@ -760,6 +761,10 @@ _SECTION_FIELD = {
 
 def _check_key(name: str, value, spec) -> None:
     kind, lo, hi, lo_open = spec
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise HwsimError(name, value, "true or false")
+        return
     if kind == "name":
         if not isinstance(value, str):
             raise HwsimError(name, value, "text")
@@ -822,6 +827,8 @@ def check_custom(section: str, entry: dict) -> None:
 
 def _accepts(spec) -> str:
     kind, lo, hi, lo_open = spec
+    if kind == "bool":
+        return "true or false"
     if kind in ("name", "names"):
         return "text" if kind == "name" else "a list of texts"
     what = {"int": "an integer", "num": "a number", "nums": "a table of numbers", "ints": "a list of integers"}[kind]

@@ -369,16 +369,17 @@ def _renamed(ops: list[Op], old: str, new: str) -> list[Op]:
     return [dataclasses.replace(op, name=new + op.name[len(old) :]) for op in ops]
 
 
-def _cross_attention(p: str, w: dict, s: int, t: int) -> list[Op]:
+def _cross_attention(p: str, w: dict, s: int, t: int, source_width: int | None = None) -> list[Op]:
     """A decoder layer's attention to the encoder's output: s target queries over t source keys (keys and values
-    projected from the encoder's output; every head has its own)."""
+    projected from the encoder's output, of source_width values a position (default: hidden); every head has its
+    own)."""
     h, heads = w["hidden"], w["heads"]
     d, q = _head_dims(w)
     n = heads * s * t
     return [
         _pointwise(f"{p}.ln_cross", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
         _linear(f"{p}.cross.q", s, h, q),
-        _linear(f"{p}.cross.kv", t, h, 2 * q),
+        _linear(f"{p}.cross.kv", t, source_width or h, 2 * q),
         Op(f"{p}.cross.scores", "matmul", 2.0 * s * t * q, (s + t) * q, n, 0, s, t, heads, scores_out=n),
         Op(f"{p}.cross.softmax", "softmax", SOFTMAX_FLOPS_PER_ELEMENT * n, n, n, 0, n, 1),
         Op(f"{p}.cross.context", "matmul", 2.0 * s * t * q, n + t * q, s * q, 0, s, d, heads, scores_in=n),
@@ -608,6 +609,110 @@ def _vit(w: dict) -> list[Op]:
     ]
 
 
+def _unet_resblock(p: str, cin: int, cout: int, hw: int, temb: int) -> list[Op]:
+    """A ResNet block of a diffusion UNet (Ho et al. 2020; diffusers ResnetBlock2D): group norm, SiLU, 3x3
+    convolution, the time embedding projected to the channels and added, group norm, SiLU, 3x3 convolution, a 1x1
+    shortcut convolution where the width changes, and the residual add."""
+    n_in, n = cin * hw * hw, cout * hw * hw
+    conv1, _ = _conv(f"{p}.conv1", cin, cout, 3, 1, hw)
+    conv2, _ = _conv(f"{p}.conv2", cout, cout, 3, 1, hw)
+    ops = [
+        _pointwise(f"{p}.norm1", "norm", n_in, flops_per=NORM_FLOPS_PER_ELEMENT),
+        _pointwise(f"{p}.act1", "elementwise", n_in, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+        conv1,
+        _pointwise(f"{p}.time_act", "elementwise", temb, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+        _linear(f"{p}.time_emb_proj", 1, temb, cout),
+        _pointwise(f"{p}.add_time", "elementwise", n),
+        _pointwise(f"{p}.norm2", "norm", n, flops_per=NORM_FLOPS_PER_ELEMENT),
+        _pointwise(f"{p}.act2", "elementwise", n, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+        conv2,
+    ]
+    if cin != cout:
+        shortcut, _ = _conv(f"{p}.shortcut", cin, cout, 1, 1, hw)
+        ops.append(shortcut)
+    return [*ops, _pointwise(f"{p}.add", "elementwise", n, n_in=2)]
+
+
+def _unet_transformer(p: str, w: dict, c: int, hw: int) -> list[Op]:
+    """A spatial transformer of a latent-diffusion UNet (Rombach et al. 2022; diffusers Transformer2DModel with one
+    BasicTransformerBlock): group norm, a 1x1 convolution in, self-attention over the hw x hw positions,
+    cross-attention to the context_tokens text tokens of width context_dim, a GEGLU feed-forward network of
+    mlp_ratio x c, a 1x1 convolution out and the residual add. The block is the transformer builder's
+    (_transformer_layers, unmasked) with the encoder-decoder's cross-attention after its self-attention."""
+    s, n = hw * hw, c * hw * hw
+    block = {"hidden": c, "heads": w["heads"], "ffn": w.get("mlp_ratio", 4) * c, "gated_ffn": True, "layers": 1}
+    one = _transformer_layers(block, s, masked=False)
+    cut = next(i for i, op in enumerate(one) if op.name == "layer0.add1") + 1  # after the self-attention
+    cross = _cross_attention("layer0", block, s, w["context_tokens"], source_width=w["context_dim"])
+    proj_in, _ = _conv(f"{p}.proj_in", c, c, 1, 1, hw)
+    proj_out, _ = _conv(f"{p}.proj_out", c, c, 1, 1, hw)
+    return [
+        _pointwise(f"{p}.norm", "norm", n, flops_per=NORM_FLOPS_PER_ELEMENT),
+        proj_in,
+        *_renamed([*one[:cut], *cross, *one[cut:]], "layer0", f"{p}.block"),
+        proj_out,
+        _pointwise(f"{p}.add", "elementwise", n, n_in=2),
+    ]
+
+
+def _unet(w: dict) -> list[Op]:
+    """A latent-diffusion UNet, one denoising step of one latent (Rombach et al. 2022; diffusers
+    UNet2DConditionModel): a sinusoidal time embedding through two linear layers (channels[0] -> 4 x channels[0]);
+    a 3x3 convolution in; down levels of layers_per_block ResNet blocks, each followed by attention[i] spatial
+    transformers, and a stride-2 3x3 convolution between levels; a middle of ResNet block, transformer, ResNet
+    block; up levels in reverse of layers_per_block + 1 ResNet blocks, each taking the matching down output
+    concatenated to its input (the skip connections), with their transformers and a nearest-neighbour 2x upsample
+    and 3x3 convolution between levels; then group norm, SiLU and a 3x3 convolution out."""
+    chans, attn, per = w["channels"], w["attention"], w["layers_per_block"]
+    hw, c0 = w["latent_px"], chans[0]
+    temb = 4 * c0  # diffusers: time_embed_dim = block_out_channels[0] * 4
+    conv_in, _ = _conv("conv_in", w["latent_channels"], c0, 3, 1, hw)
+    ops = [
+        _pointwise("time.sinusoid", "elementwise", c0, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+        _linear("time.linear1", 1, c0, temb),
+        _pointwise("time.act", "elementwise", temb, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+        _linear("time.linear2", 1, temb, temb),
+        conv_in,
+    ]
+    skips, c = [c0], c0
+    for i, cout in enumerate(chans):
+        for j in range(per):
+            ops += _unet_resblock(f"down{i}.res{j}", c, cout, hw, temb)
+            c = cout
+            for k in range(attn[i]):
+                ops += _unet_transformer(f"down{i}.attn{j}.{k}", w, c, hw)
+            skips.append(c)
+        if i < len(chans) - 1:
+            op, hw = _conv(f"down{i}.downsample", c, c, 3, 2, hw)
+            ops.append(op)
+            skips.append(c)
+    ops += _unet_resblock("mid.res0", c, c, hw, temb)
+    ops += _unet_transformer("mid.attn0", w, c, hw)
+    ops += _unet_resblock("mid.res1", c, c, hw, temb)
+    for i, cout in enumerate(reversed(chans)):
+        level = len(chans) - 1 - i
+        for j in range(per + 1):
+            skip = skips.pop()
+            ops.append(_pointwise(f"up{i}.res{j}.cat", "elementwise", (c + skip) * hw * hw, flops_per=0.0))
+            ops += _unet_resblock(f"up{i}.res{j}", c + skip, cout, hw, temb)
+            c = cout
+            for k in range(attn[level]):
+                ops += _unet_transformer(f"up{i}.attn{j}.{k}", w, c, hw)
+        if i < len(chans) - 1:
+            hw *= 2
+            op, _ = _conv(f"up{i}.upsample.conv", c, c, 3, 1, hw)
+            n = c * hw * hw  # nearest-neighbour: each value copied to 2 x 2 positions
+            ops += [Op(f"up{i}.upsample.interp", "elementwise", 0.0, n / 4, n, 0.0, n, 1), op]
+    conv_out, _ = _conv("conv_out", c, w["latent_channels"], 3, 1, hw)
+    n = c * hw * hw
+    return [
+        *ops,
+        _pointwise("norm_out", "norm", n, flops_per=NORM_FLOPS_PER_ELEMENT),
+        _pointwise("act_out", "elementwise", n, flops_per=ACTIVATION_FLOPS_PER_ELEMENT),
+        conv_out,
+    ]
+
+
 def _mlp(w: dict) -> list[Op]:
     widths, ops = w["widths"], []
     for i, (a, b) in enumerate(zip(widths, widths[1:])):
@@ -654,6 +759,16 @@ _BUILDERS = {
     "vit": ["patch", "image_px", "layers", "hidden", "heads", "ffn", "num_classes"],
     "efficientnet": ["stem", "stages", "head", "num_classes"],
     "convnext": ["patch", "depths", "dims", "num_classes"],
+    "unet": [
+        "latent_px",
+        "latent_channels",
+        "channels",
+        "layers_per_block",
+        "attention",
+        "heads",
+        "context_tokens",
+        "context_dim",
+    ],  # fmt: skip
     "mlp": ["widths"],
     "measured": ["matmul", "other", "params", "device_bytes_per_sample"],
     "ops": ["ops"],  # an operator list as given (an imported graph: jupyter_hwsim.core.importers.onnx)
@@ -746,6 +861,13 @@ _KEYS = {
         "mlp_ratio": ("int", 1, 64, False),
         "attention_dropout": ("num", 0, 1, False),
         "hidden_dropout": ("num", 0, 1, False),
+        "latent_px": ("int", 1, 65536, False),
+        "latent_channels": ("int", 1, 65536, False),
+        "channels": ("ints", 1, 1 << 20, False),
+        "layers_per_block": ("int", 1, 1024, False),
+        "attention": ("ints", 0, 1024, False),
+        "context_tokens": ("int", 1, 1 << 20, False),
+        "context_dim": ("int", 1, 1 << 20, False),
     },
 }
 _BUILDERS_GPU = ("memory_gb", "memory_bandwidth_gbs", "peak_tflops", "parallel_units", "compute_efficiency",
@@ -865,6 +987,13 @@ def _check_workload(w: dict) -> None:
         _check_stages(w["stages"])
     if arch == "convnext" and len(w["depths"]) != len(w["dims"]):
         raise HwsimError("workload.dims", w["dims"], f"one width per stage ({len(w['depths'])} depths)")
+    if arch == "unet":
+        if len(w["attention"]) != len(w["channels"]):
+            raise HwsimError(
+                "workload.attention", w["attention"], f"one count per level ({len(w['channels'])} channels)"
+            )
+        if any(c < w["heads"] for c in w["channels"]):
+            raise HwsimError("workload.heads", w["heads"], f"at most the narrowest of channels={w['channels']}")
     if arch == "mlp" and len(w["widths"]) < 2:
         raise HwsimError("workload.widths", w["widths"], "at least two widths (input and output)")
     if arch == "measured":
@@ -964,6 +1093,8 @@ def _build(w: dict, seq: int) -> list[Op]:
         return _efficientnet(w)
     if arch == "convnext":
         return _convnext(w)
+    if arch == "unet":
+        return _unet(w)
     if arch == "measured":
         return _measured(w)
     if arch == "ops":
@@ -988,6 +1119,8 @@ def device_bytes_per_sample(w: dict, seq: int) -> float:
         return IMAGE_CHANNELS * w.get("image_px", DEFAULT_IMAGE_PX) ** 2 * FP32_BYTES
     if w["arch"] == "mlp":
         return w["widths"][0] * FP32_BYTES
+    if w["arch"] == "unet":  # the fp32 latent and the text encoder's output it attends to
+        return (w["latent_channels"] * w["latent_px"] ** 2 + w["context_tokens"] * w["context_dim"]) * FP32_BYTES
     if w["arch"] == "encoder-decoder":  # the source (fp32 log-mel frames, or token ids) and the target's ids
         t = source_len(w, seq)
         source = w["mel_bins"] * 2 * t * FP32_BYTES if w.get("mel_bins") else t * INT64_BYTES

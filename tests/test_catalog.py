@@ -67,6 +67,7 @@ def test_required_ids():
         "llama-2-13b",
         "llama-2-70b",
         "llama-3-8b",
+        "llama-3-70b",
         "mistral-7b",
         "mlp-small",
     } <= set(catalog.names("workloads"))

@@ -197,3 +197,17 @@ def test_an_overloaded_open_loop_runs_at_its_capacity_in_both_methods(rate):
     assert any(w.startswith("overloaded") for w in sim.warnings) and any(
         w.startswith("overloaded") for w in est.warnings
     )
+
+
+def test_llama_3_70b_has_its_published_size_and_the_3_3_shapes():
+    """Meta-Llama-3-70B: 70.55 B parameters (its safetensors index), the shapes Llama 3.3 70B keeps with a longer
+    context."""
+    from jupyter_hwsim.core import catalog
+
+    w = catalog.get("workloads", "llama-3-70b")
+    m = costs.resolve(Scenario(kind="llm", workload="llama-3-70b", gpu="h100"))
+    assert costs.parameters(m) == pytest.approx(70.55e9, rel=0.01)
+    newer = catalog.get("workloads", "llama-3.3-70b")
+    assert all(w[k] == newer[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab"))
+    assert (w["seq_len"], newer["seq_len"]) == (8192, 131072)
+

@@ -389,8 +389,9 @@ def fused_classes(m: Machine) -> frozenset:
 def stranded_between_matmuls(m: Machine, ops, fused: frozenset) -> set[int]:
     """Indices of fusible operators an engine without epilogue fusion must run as a kernel of their own
     (engines.toml epilogue_fusion): a run of them between two matmuls or convolutions, which run as library calls
-    (cuBLAS, cuDNN), has no generated kernel to fuse into, so its first operator pays a pass and the rest fuse into
-    it (a GELU between two linears; a SiLU between two convolutions once batch norm is folded into the first)."""
+    (cuBLAS, cuDNN), has no generated kernel to fuse into, so it runs as one kernel, priced as its largest operator
+    (a GELU between two linears; a squeeze-excite's gate and scale between its fully connected layer and the
+    projection; a SiLU between two convolutions once batch norm is folded into the first)."""
     if m.engine.get("epilogue_fusion", True):
         return set()
 
@@ -398,13 +399,21 @@ def stranded_between_matmuls(m: Machine, ops, fused: frozenset) -> set[int]:
         return op.cls == MATMUL or (op.cls == "batchnorm" and op.cls in fused)
 
     inside = {"softmax", "mask"} if fused_attention(m) else set()  # in the attention's own kernel
-    out = set()
-    for i in range(1, len(ops)):
-        op = ops[i]
-        if op.cls in fused and op.cls not in inside and not library_call(op) and library_call(ops[i - 1]):
-            after = next((o for o in ops[i + 1 :] if not (o.cls in fused and not library_call(o))), None)
-            if after is not None and library_call(after):
-                out.add(i)
+
+    def fusible(op) -> bool:
+        return op.cls in fused and op.cls not in inside and not library_call(op)
+
+    out, i = set(), 1
+    while i < len(ops):
+        if fusible(ops[i]) and library_call(ops[i - 1]):
+            j = i
+            while j < len(ops) and fusible(ops[j]):
+                j += 1
+            if j < len(ops) and library_call(ops[j]):  # ops[i:j] sit between two library calls
+                out.add(max(range(i, j), key=lambda k: ops[k].act_in + ops[k].act_out))
+            i = j
+        else:
+            i += 1
     return out
 
 

@@ -210,4 +210,3 @@ def test_llama_3_70b_has_its_published_size_and_the_3_3_shapes():
     newer = catalog.get("workloads", "llama-3.3-70b")
     assert all(w[k] == newer[k] for k in ("layers", "hidden", "heads", "kv_heads", "ffn", "vocab"))
     assert (w["seq_len"], newer["seq_len"]) == (8192, 131072)
-

@@ -90,7 +90,7 @@ def _linear_us(device: str, row: dict, efficiency: float, p: float, monkeypatch)
     r = dataclasses.replace(costs.rates(m), matmul=m.device["peak_tflops"]["fp16"] * 1e12 * efficiency)
     op = workloads._linear("linear", int(row["m"]), int(row["k"]), int(row["n"]))
     _, _, t_c, t_m = costs.roofline(op, 1, r, 2.0, 2.0, False)
-    return max(costs.with_fixed_time(op, r, 1, t_c, t_m, 1)) * 1e6
+    return max(costs.with_matmul_overheads(op, r, 1, t_c, t_m, 1)) * 1e6
 
 
 def _loss(gpu: str, efficiency: float, p: float, monkeypatch) -> float:
@@ -149,7 +149,7 @@ def test_a_few_rows_more_never_make_a_matmul_much_slower():
     def us(rows):
         op = workloads._linear("qkv", rows, 4096, 12288)
         _, _, t_c, t_m = costs.roofline(op, 1, r, 2.0, 2.0, False)
-        return max(costs.with_fixed_time(op, r, 1, t_c, t_m, 1)) * 1e6
+        return max(costs.with_matmul_overheads(op, r, 1, t_c, t_m, 1)) * 1e6
 
     times = [us(n) for n in range(1, 33)]
     assert all(b >= a * 0.99 for a, b in zip(times, times[1:]))  # more rows never take less time...

@@ -24,21 +24,10 @@ def _torch_unet():
     """A module with the diffusers UNet2DConditionModel layers of SD v1.5 (convolutions, linear layers, attention
     as matrix products), written from its config for this check."""
     import torch
+    from test_from_torch import ResBlock  # the same residual block, timestep embedding of 1280
     from torch import nn
 
     F = nn.functional
-
-    class Res(nn.Module):
-        def __init__(self, cin, cout):
-            super().__init__()
-            self.n1, self.c1 = nn.GroupNorm(32, cin), nn.Conv2d(cin, cout, 3, padding=1)
-            self.t, self.n2 = nn.Linear(1280, cout), nn.GroupNorm(32, cout)
-            self.c2 = nn.Conv2d(cout, cout, 3, padding=1)
-            self.sc = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
-
-        def forward(self, x, temb):
-            h = self.c1(F.silu(self.n1(x))) + self.t(F.silu(temb))[:, :, None, None]
-            return self.sc(x) + self.c2(F.silu(self.n2(h)))
 
     class Attn(nn.Module):
         def __init__(self, c, ctx):
@@ -80,18 +69,18 @@ def _torch_unet():
             self.down, skips, c = nn.ModuleList(), [320], 320
             for i, co in enumerate(ch):
                 for _ in range(2):
-                    self.down.append(nn.ModuleList([Res(c, co), Block(co) if att[i] else nn.Identity()]))
+                    self.down.append(nn.ModuleList([ResBlock(c, co, 1280), Block(co) if att[i] else nn.Identity()]))
                     c = co
                     skips.append(c)
                 if i < 3:
                     self.down.append(nn.Conv2d(c, c, 3, stride=2, padding=1))
                     skips.append(c)
-            self.mid = nn.ModuleList([Res(c, c), Block(c), Res(c, c)])
+            self.mid = nn.ModuleList([ResBlock(c, c, 1280), Block(c), ResBlock(c, c, 1280)])
             self.up = nn.ModuleList()
             for i, co in enumerate(reversed(ch)):
                 for _ in range(3):
                     self.up.append(
-                        nn.ModuleList([Res(c + skips.pop(), co), Block(co) if att[3 - i] else nn.Identity()])
+                        nn.ModuleList([ResBlock(c + skips.pop(), co, 1280), Block(co) if att[3 - i] else nn.Identity()])
                     )
                     c = co
                 if i < 3:

@@ -241,7 +241,8 @@ class Rates:
     tile: int
     matmul_fixed_s: float = 0.0  # a matmul kernel's fixed time inside it (prologue, pipeline fill, epilogue)
     weight_matmul: float = 0.0  # FLOP/s of a matmul with weights where the engine runs it otherwise (0: matmul)
-    large_depthwise_bw: float = 1.0  # the bandwidth share a depthwise convolution of LARGE_DEPTHWISE_WINDOW reaches
+    # the share of the bandwidth a depthwise convolution of LARGE_DEPTHWISE_WINDOW or more reaches
+    large_depthwise_bw_efficiency: float = 1.0
 
 
 # cuDNN (8.2 and later) and PyTorch's native depthwise kernels specialise 3x3 and 5x5 windows (pytorch/pytorch PR
@@ -302,7 +303,7 @@ def gemv(op, b: int) -> bool:
     return op.cls == MATMUL and (op.vector or (op.groups == 1 and op.rows * b < GEMV_ROWS))
 
 
-def with_fixed_time(op, r: Rates, kernels: int, t_c: float, t_m: float, b: int = 1) -> tuple[float, float]:
+def with_matmul_overheads(op, r: Rates, kernels: int, t_c: float, t_m: float, b: int = 1) -> tuple[float, float]:
     """(t_c, t_m) of a matmul with what it pays beyond its larger roof added to that roof, so that their max is
     its time: however small, a GEMM kernel pays its prologue, pipeline fill and epilogue per kernel
     (devices.toml matmul_latency_us, from a measured GEMM table), which keeps small matmuls far from both roofs;
@@ -327,7 +328,7 @@ def roofline(
         occ = sm_occupancy(op, b, r.units, r.tile) if occupancy else 1.0
         return flops, nbytes, flops / (r.vector * occ), nbytes / r.bw
     if op.vector:  # no tensor-core form: the vector units, a 7x7 or larger window at its kernels' bandwidth
-        bw = r.bw * (r.large_depthwise_bw if op.window >= LARGE_DEPTHWISE_WINDOW else 1.0)
+        bw = r.bw * (r.large_depthwise_bw_efficiency if op.window >= LARGE_DEPTHWISE_WINDOW else 1.0)
         return flops, nbytes, flops / r.vector, nbytes / bw
     rate = r.weight_matmul if op.params and r.weight_matmul else r.matmul
     if not occupancy:  # a recorded step: no shapes
@@ -463,7 +464,7 @@ def _build_step_cost(m: Machine) -> StepCost:
                 c.launch_dev_s += 2 * r.launch_s  # two transpose kernels, issued inside the library call
             kernels = 0 if is_fused else op.kernels * (n_mm if op.cls == MATMUL else 1)
             if not measured:  # a recorded step's kernel times hold their fixed time already
-                t_c, t_m = with_fixed_time(op, r, kernels, t_c, t_m, b)
+                t_c, t_m = with_matmul_overheads(op, r, kernels, t_c, t_m, b)
             t = max(t_c, t_m)
             if t_c >= t_m:
                 c.compute_s += t

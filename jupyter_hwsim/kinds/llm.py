@@ -105,7 +105,7 @@ class DecodeCost:
             if op.params:
                 t_m /= eff
             kernels = 0 if op.cls in fused else 1
-            t_c, t_m = costs.with_fixed_time(op, self.r, kernels, t_c, t_m, b)
+            t_c, t_m = costs.with_matmul_overheads(op, self.r, kernels, t_c, t_m, b)
             out[name] = ((f, nb, t_c, t_m, kernels), n, op)
         return out
 

@@ -463,6 +463,13 @@ SETTINGS = [
 # software versions whose PyTorch predates scaled_dot_product_attention (2.0, March 2023): NGC PyTorch containers
 # before 23.xx ship 1.x
 NAIVE_ATTENTION_VERSIONS = r"PyTorch 1\.|NGC PyTorch 2[0-2]\.|pytorch:2[0-2]\."
+
+
+def _changed_engine(entry, **change) -> dict:
+    """A catalogue engine as a custom entry with some of its fields changed (what a row's harness did otherwise)."""
+    return {**{k: v for k, v in entry.items() if k not in ("id", "aliases", "sources")}, **change}
+
+
 # source id -> (precisions, why): where the harness convolves in NCHW and the framework leaves those precisions'
 # tensor-core convolutions in NCHW (cuDNN transposes them in and out: costs.nchw_transposes)
 SOURCE_NCHW = {
@@ -678,21 +685,16 @@ def case(row: dict) -> dict:
         notes.append(
             "fp32 runs as TF32 here: NGC's PyTorch enables TF32 for cuBLAS and cuDNN, TensorFlow 2.4+ by default"
         )
-    if re.search(NAIVE_ATTENTION_VERSIONS, row.get("software_version", "")) and isinstance(
-        fields.get(ENGINE_FIELD), str
+    engine_entry = catalog.get("engines", fields[ENGINE_FIELD]) if isinstance(fields.get(ENGINE_FIELD), str) else {}
+    if (
+        re.search(NAIVE_ATTENTION_VERSIONS, row.get("software_version", ""))
+        and engine_entry.get("attention") == "fused"
     ):
-        e = catalog.get("engines", fields[ENGINE_FIELD])
-        if e.get("attention") == "fused":
-            fields[ENGINE_FIELD] = {**{k: v for k, v in e.items() if k not in ("id", "aliases", "sources")},
-                                    "attention": "naive"}  # fmt: skip
-            notes.append("naive attention: PyTorch before 2.0 has no scaled_dot_product_attention")
+        fields[ENGINE_FIELD] = _changed_engine(engine_entry, attention="naive")
+        notes.append("naive attention: PyTorch before 2.0 has no scaled_dot_product_attention")
     nchw = SOURCE_NCHW.get(row["source_id"])
-    if nchw and fields.get("precision") in nchw[0] and isinstance(fields.get(ENGINE_FIELD), str):
-        e = catalog.get("engines", fields[ENGINE_FIELD])
-        fields[ENGINE_FIELD] = {
-            **{k: v for k, v in e.items() if k not in ("id", "aliases", "sources")},
-            "conv_layout": "nchw",
-        }
+    if nchw and fields.get("precision") in nchw[0] and engine_entry:
+        fields[ENGINE_FIELD] = _changed_engine(engine_entry, conv_layout="nchw")
         notes.append(nchw[1])
 
     m, inp = _first(INPUTS, row["input"])

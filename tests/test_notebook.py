@@ -447,7 +447,7 @@ def test_charts_encode_what_they_say_and_compile_with_vega_lite_5():
     tracks = {row["track"] for row in tl["datasets"]["spans"]}
     assert "gpu" in tracks and any(t.startswith("worker") for t in tracks)
     mem = drawn["memory"].to_dict()
-    assert mem["datasets"]["capacity"][0]["gb"] == 80
+    assert mem["datasets"]["capacity"][0]["gb"] == pytest.approx(80 * 2**30 / 1e9)  # 80 GiB
     for name, c in drawn.items():
         assert charts.svg(c.to_dict()).lstrip().startswith("<svg"), name
         json.dumps(c.to_dict(), allow_nan=False)

@@ -65,8 +65,8 @@ def test_llama_70b_fp16_on_a_24gb_gpu_is_out_of_memory_with_the_breakdown():
     for fn in (simulate, estimate):
         r = fn(Scenario(kind="inference", workload="llama-2-70b", gpu="rtx-4090", precision="fp16"))
         assert r.memory["oom"] and r.bottleneck == "memory_capacity"
-        assert r.memory["weights_gb"] > 130 and r.memory["capacity_gb"] == 24
-        assert "weights" in r.explanation and "24 GB" in r.explanation
+        assert r.memory["weights_gb"] > 130 and r.memory["capacity_gb"] == pytest.approx(24 * 2**30 / 1e9)
+        assert "weights" in r.explanation and "24 GiB (25.8 GB)" in r.explanation
         assert r.throughput == 0
         assert all(s["fits"] for s in r.suggestions) and any(s["change"].startswith("gpu=") for s in r.suggestions)
 

@@ -447,7 +447,7 @@ def _device_entry(device: str, sync, threads: int, cores: int) -> dict:
         mod = getattr(torch, device, None)
         if device != "meta" and hasattr(mod, "get_device_properties"):
             props = mod.get_device_properties(torch.device(device))
-            memory_gb = getattr(props, "total_memory", memory_gb * 1e9) / 1e9
+            memory_gb = getattr(props, "total_memory", memory_gb * 2**30) / 2**30  # the catalogue sizes memory in GiB
             units = getattr(props, "multi_processor_count", units)
     return {
         "name": name,
@@ -901,7 +901,7 @@ class _Session:
 
 def _memory_gb() -> float:
     try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30  # GiB, as the catalogue sizes memory
     except (ValueError, OSError, AttributeError):
         return 16.0
 

@@ -636,9 +636,24 @@ def memory(m: Machine) -> dict:
         "workspace_gb": float(m.device["workspace_gb"]),
     }
     out["total_gb"] = sum(out.values())
-    out["capacity_gb"] = float(m.device["memory_gb"])
+    out["capacity_gb"] = capacity_gb(m.device)
     out["oom"] = out["total_gb"] > out["capacity_gb"]
     return out
+
+
+# DRAM comes in binary sizes: a card sold as "80 GB" holds 80 GiB (nvidia-smi shows an A100/A800 80GB as
+# 81920 MiB, a P100 16GB as 16384 MiB), 85.9 GB in the 1e9-byte GB that every other memory figure here uses.
+GB_PER_CATALOGUE_GB = 2**30 / 1e9
+
+
+def capacity_gb(device: dict) -> float:
+    """The device's memory in GB of 1e9 bytes, from the catalogue's memory_gb (its marketed size, in GiB)."""
+    return float(device["memory_gb"]) * GB_PER_CATALOGUE_GB
+
+
+def capacity_text(gb: float) -> str:
+    """A capacity of gb (1e9 bytes) as its card states it and in GB: "24 GiB (25.8 GB)"."""
+    return f"{round(gb / GB_PER_CATALOGUE_GB, 1):g} GiB ({gb:.1f} GB)"
 
 
 @dataclass

@@ -47,7 +47,7 @@ def oom_sentence(m, mem) -> str:
     what = " and ".join(f"{k[:-3].replace('_', ' ')} {parts[k]:.1f} GB" for k in top)
     return (
         f"Out of memory: this needs {mem['total_gb']:.1f} GB ({what}) but the "
-        f"{m.device.get('name', 'device')} has {mem['capacity_gb']:.0f} GB. "
+        f"{m.device.get('name', 'device')} has {costs.capacity_text(mem['capacity_gb'])}. "
     )
 
 
@@ -61,7 +61,7 @@ def next_gpu(m):
 def bigger_gpus(mem: dict, n: int = 2) -> list[tuple[str, dict, str]]:
     """Changes to the n smallest catalogue devices that hold the whole footprint."""
     fits = sorted(
-        (g for g in catalog.gpus().values() if g["memory_gb"] >= mem["total_gb"]), key=lambda g: g["memory_gb"]
+        (g for g in catalog.gpus().values() if costs.capacity_gb(g) >= mem["total_gb"]), key=lambda g: g["memory_gb"]
     )
     return [(f"gpu={g['id']}", {"gpu": g["id"]}, f"{g['memory_gb']:g} GB") for g in fits[:n]]
 

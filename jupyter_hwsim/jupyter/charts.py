@@ -22,6 +22,7 @@ import math
 
 import altair as alt
 
+from ..core import costs
 from ..core.result import track_key
 
 VEGALITE_MIME = "application/vnd.vegalite.v5+json"
@@ -253,7 +254,7 @@ def _memory_parts(r, run: str) -> list[dict]:
 def memory(r, base=None) -> Chart:
     mem = r.memory
     parts = _memory_parts(r, "current") + (_memory_parts(base, "baseline") if base else [])
-    cap = [{"gb": float(mem["capacity_gb"]), "label": f"{mem['capacity_gb']:g} GB"}]
+    cap = [{"gb": float(mem["capacity_gb"]), "label": costs.capacity_text(mem["capacity_gb"])}]
     return Chart("memory", _memory_template(base is not None), {"parts": parts, "capacity": cap})
 
 

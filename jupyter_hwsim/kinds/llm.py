@@ -223,7 +223,7 @@ def memory(m) -> dict:
         "workspace_gb": float(m.device["workspace_gb"]),
     }
     out["total_gb"] = sum(out.values())
-    out["capacity_gb"] = float(m.device["memory_gb"])
+    out["capacity_gb"] = costs.capacity_gb(m.device)
     out["oom"] = out["total_gb"] > out["capacity_gb"]
     free = out["capacity_gb"] - out["weights_gb"] - out["activations_gb"] - out["workspace_gb"]
     out["max_concurrency"] = max(0, int(free * 1e9 // per_seq))

@@ -16,7 +16,7 @@ import random
 import re
 
 from ..api import best_batch, simulate
-from ..core import catalog
+from ..core import catalog, costs
 from ..core.errors import HwsimError
 from ..core.precision import WARN_ABOVE, matmul_error
 from ..core.scenario import FIELDS, Scenario
@@ -260,7 +260,7 @@ def _judge_change(s: Scenario, change, seed: int = 0) -> bool:
     if r.memory["oom"]:
         return _off(
             f"{label} does not fit: it needs {r.memory['total_gb']:.1f} GB of the "
-            f"{r.memory['capacity_gb']:.0f} GB on the device."
+            f"{costs.capacity_text(r.memory['capacity_gb'])} on the device."
         )
     err = r.details.get("precision_error", 0.0)
     if err > WARN_ABOVE and err > base.details.get("precision_error", 0.0):

@@ -22,8 +22,14 @@ PREFILL_MEASURES = ("prefill_tps",)  # prompt processing: compute-bound, the cle
 
 
 def _engine(fields: dict) -> dict | None:
+    """The case's engine entry; a catalogue engine that a row's harness changed (cases._changed_engine) keeps its
+    name, and by it its catalogue id, so that it fits with its engine's rows."""
     e = fields.get("engine")
-    return dict(e) if isinstance(e, dict) else (dict(catalog.get("engines", e)) if isinstance(e, str) else None)
+    if isinstance(e, dict):
+        e = dict(e)
+        e.setdefault("id", next((k for k, v in catalog.engines().items() if v.get("name") == e.get("name")), None))
+        return e
+    return dict(catalog.get("engines", e)) if isinstance(e, str) else None
 
 
 def decode_efficiency(train: list[dict]) -> dict:

@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT
 
 from jupyter_hwsim import catalog, validation
-from jupyter_hwsim.validation import cases
+from jupyter_hwsim.validation import cases, fits
 
 PUBLISHED = ROOT / "jupyter_hwsim" / "data" / "reference" / "published.csv"
 
@@ -157,7 +157,11 @@ def test_mappings_follow_the_tables():
     c = cases.case(by["V-trtllm-perfdoc-v0.9-28"])  # A100, variant not stated
     assert c["fields"]["gpu"] == "a100-sxm-80gb" and any("variant not stated" in n for n in c["notes"])
     assert c["fields"]["batching"] == "static" and c["fields"]["concurrency"] == 896
-    assert c["engine"] == "tensorrt-llm" and c["fields"]["engine"] == "tensorrt-llm"
+    assert c["engine"] == "tensorrt-llm"
+    e = c["fields"]["engine"]  # gptSessionBenchmark: TensorRT-LLM with its kernels launched one by one
+    assert e["name"] == "TensorRT-LLM" and e["graphs"] is False and e["issue_us"] == 3.0
+    assert any("gptSessionBenchmark" in n for n in c["notes"])
+    assert fits._engine(c["fields"])["id"] == "tensorrt-llm"  # it fits with its engine's rows
     q4 = cases.case(by["V-mlc-llm-perf-bench-03"])  # llama.cpp q4_0
     assert (q4["fields"]["precision"], q4["fields"]["weight_group_size"]) == ("int4", 32)
     gptq = cases.case(by["V-exllama-v1-readme-02"])

@@ -100,3 +100,22 @@ def test_each_measured_compute_efficiency_is_its_reference_row_over_the_peak():
         assert d["compute_efficiency"] == pytest.approx(rate / peak, abs=0.001), key
         checked += 1
     assert checked >= 10
+
+
+def test_each_measured_memory_efficiency_is_its_reference_row_over_the_nameplate():
+    """A device's memory_efficiency "derived: ref:C-.. measured / nameplate GB/s" is that row's measured bandwidth
+    over the device's own nameplate bandwidth: change the row, the nameplate or the figure and this fails."""
+    table = Path(catalog.__file__).resolve().parents[1] / "data" / "reference" / "hardware_specs.csv"
+    measured = {r["case_id"]: float(r["value"]) for r in csv.DictReader(table.open()) if r["case_id"].startswith("C-")}
+    checked = 0
+    for key, d in catalog.gpus().items():
+        m = re.match(
+            r"derived: ref:(C-\d+) ([\d.]+) / ([\d.]+) GB/s", (d.get("sources") or {}).get("memory_efficiency", "")
+        )
+        if not m:
+            continue
+        assert float(m[2]) == pytest.approx(measured[m[1]]), key
+        assert float(m[3]) == pytest.approx(d["memory_bandwidth_gbs"]), key
+        assert d["memory_efficiency"] == pytest.approx(measured[m[1]] / d["memory_bandwidth_gbs"], abs=0.001), key
+        checked += 1
+    assert checked >= 4

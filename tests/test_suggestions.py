@@ -109,3 +109,11 @@ def test_changes_the_twin_finds_useless_are_not_re_simulated():
     s = Scenario(workload="resnet50", gpu="a100", loader_workers=4)
     ratio = estimate(s.replace(**x["fields"]), suggest=False).throughput / estimate(s, suggest=False).throughput
     assert x["speedup"] == pytest.approx(ratio, abs=2e-3)
+
+
+def test_a_bigger_device_is_chosen_by_its_capacity_in_gib():
+    """147 GB of 70B fp16 weights and activations fit the H200's 141 GiB (151.4 GB): capacity compares in bytes."""
+    r = estimate(Scenario(kind="inference", workload="llama-2-70b", gpu="rtx-4090", precision="fp16"))
+    assert 141 < r.memory["total_gb"] < 141 * 2**30 / 1e9
+    first = r.suggestions[0]
+    assert first["change"] == "gpu=h200" and first["why"] == "141 GiB (151.4 GB)"

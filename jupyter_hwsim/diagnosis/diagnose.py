@@ -63,7 +63,7 @@ def bigger_gpus(mem: dict, n: int = 2) -> list[tuple[str, dict, str]]:
     fits = sorted(
         (g for g in catalog.gpus().values() if costs.capacity_gb(g) >= mem["total_gb"]), key=lambda g: g["memory_gb"]
     )
-    return [(f"gpu={g['id']}", {"gpu": g["id"]}, f"{g['memory_gb']:g} GB") for g in fits[:n]]
+    return [(f"gpu={g['id']}", {"gpu": g["id"]}, costs.capacity_text(costs.capacity_gb(g))) for g in fits[:n]]
 
 
 def engine_changes(s, engines) -> list[tuple[str, dict, str]]:

@@ -32,7 +32,7 @@ def _write_csv(path: str, rows: list[dict]) -> None:
 # the key specs `catalog SECTION` shows per entry: (heading, field, format)
 _COLUMNS = {
     "gpus": [
-        ("memory GB", "memory_gb", "{:g}"),
+        ("memory GiB", "memory_gb", "{:g}"),
         ("HBM GB/s", "memory_bandwidth_gbs", "{:,.0f}"),
         ("fp16 TFLOP/s", ("peak_tflops", "fp16"), "{:g}"),
         ("bf16", ("peak_tflops", "bf16"), "{:g}"),

@@ -95,6 +95,8 @@ HARDWARE = [
     (r"^A100-80GB \(1x; form factor", "a100-sxm-80gb", "A100 80GB form factor not stated: SXM assumed"),
     (r"^A100 \(1x; README System setup: p4", "a100-sxm-40gb", "p4d.24xlarge carries A100 SXM4 40GB parts"),
     (r"^A100 80GB$|^A100$", "a100-sxm-80gb", "A100 variant not stated: the more common SXM 80GB part"),
+    (r"^A100-40GB \(form factor not stated", "a100-sxm-40gb", "A100 40GB form factor not stated: SXM assumed"),
+    (r"^V100 \(variant not stated", "v100-sxm2-16gb", "V100 variant not stated: the SXM2 16GB part assumed"),
     (r"^A10 ", "a10", ""),
     (r"^L4 ", "l4", ""),
     (r"^L40S", "l40s", ""),
@@ -220,6 +222,22 @@ MODELS = [
     (r"^Qwen2\.5-Coder-3B", _hf("qwen2.5-coder-3b"), ""),
     (r"^Mixtral-8x7B", _hf("mixtral-8x7b"), ""),
     (r"^Mistral-7B", "mistral-7b", ""),
+    # PyTorch eager inference benchmarks (AITemplate's, transformer-deploy's and Hugging Face's READMEs)
+    (r"^microsoft/resnet-50", "resnet50", "Hugging Face ResNetForImageClassification taken as the v1.5 layout"),
+    (
+        r"^vit_base_patch16_224 \(timm VisionTransformer, no class token",
+        "vit-b16",
+        "AITemplate's ViT-B/16 pools its patches instead of a class token: one token fewer than the catalogue's",
+    ),
+    (r"^google/vit-base-patch16-224", "vit-b16", ""),
+    (r"^vit_large_patch16_384", "vit-l16", ""),
+    (
+        r"^bert-base-uncased encoder stack only",
+        "bert-base",
+        "the encoder stack only: the catalogue's bert-base also runs its embeddings (a few small kernels)",
+    ),
+    (r"^bert-base-cased", "bert-base", "a cased vocabulary and a classification head: the same encoder"),
+    (r"^gpt2 \(124M, single forward pass", "gpt2", ""),
     (r"^GPT-J-6B", "gptj", "GPT-J config.json spelled in catalogue terms (the importer does not read gptj)"),
     (r"^gpt-oss", None, "gpt-oss (MXFP4 mixture of experts, alternating window layers): not importable"),
     (r"^NVIDIA-Nemotron", None, "Nemotron-H (hybrid Mamba-Transformer mixture of experts): not importable"),
@@ -309,17 +327,22 @@ ENGINE_CATALOGUE = {
 }
 
 
-def _runs_fp32_as_tf32(engine: str, row: dict, gpu) -> bool:
+def _runs_fp32_as_tf32(engine: str, row: dict, gpu, workload=None) -> bool:
     """fp32 math on a device with TF32 tensor cores runs as TF32 in NVIDIA's NGC PyTorch containers (they set
-    TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1; cuDNN convolutions use TF32 by default in PyTorch) and in TensorFlow 2.4+
-    (TF32 on by default): a published "fp32" row from either is a TF32 run."""
+    TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1), in TensorFlow 2.4+ (TF32 on by default), and in any PyTorch for a
+    convolutional network: torch.backends.cudnn.allow_tf32 defaults to True (PyTorch CUDA semantics docs,
+    'TensorFloat-32 (TF32) on Ampere (and later) devices'), while matmuls stay fp32 outside NGC since 1.12."""
     peaks = (catalog.get("gpus", gpu) if isinstance(gpu, str) else gpu).get("peak_tflops", {})
     if "tf32" not in peaks:
         return False
     if row["source_id"] in _labels_tf32():  # a source with TF32 columns of its own means FP32 by "fp32"
         return False
     version = row.get("software_version", "")
-    return (engine.startswith("pytorch") and "NGC" in version) or engine.startswith("tensorflow")
+    convnet = isinstance(workload, str) and catalog.get("workloads", workload).get("arch") in CONV_ARCHS
+    return (engine.startswith("pytorch") and ("NGC" in version or convnet)) or engine.startswith("tensorflow")
+
+
+CONV_ARCHS = ("resnet", "efficientnet", "convnext", "unet")  # workloads whose FLOPs are convolutions
 
 
 @functools.cache
@@ -398,6 +421,7 @@ INPUTS = [
     (r"^progressive|^160-192px", None, "progressive 160-192 px resolution: the workload's image size is fixed"),
     (r"^ImageNet val JPEGs", lambda m: {}, ""),
     (r"^(300|800x800|audio|WMT16)", lambda m: {}, ""),
+    (r"^384$", None, "a 384 px input: the catalogue's ViT-L/16 is the 224 px model"),
 ]
 
 
@@ -431,6 +455,7 @@ METRICS = [
     (("serving", "ttft_median"), "ttft_p50", {}),
     (("dataloading", "time_per_batch_mean"), "time_per_batch", {}),
     (("dataloading", "images_per_second"), "throughput", {}),
+    (("inference", "latency_avg"), "step_ms", {}),
 ]
 METRIC_REASONS = [
     (("serving", "throughput_scheduled"), "MLPerf Server: the highest rate meeting a p99 bound (a search)"),
@@ -462,7 +487,11 @@ SETTINGS = [
 ]
 # software versions whose PyTorch predates scaled_dot_product_attention (2.0, March 2023): NGC PyTorch containers
 # before 23.xx ship 1.x
-NAIVE_ATTENTION_VERSIONS = r"PyTorch 1\.|NGC PyTorch 2[0-2]\.|pytorch:2[0-2]\."
+# software versions whose attention is naive: PyTorch before 2.0 (no scaled_dot_product_attention), and the
+# Hugging Face transformers of 2023, before SDPA became its default attention (4.36, December 2023)
+NAIVE_ATTENTION_VERSIONS = r"PyTorch 1\.|^torch 1\.|NGC PyTorch 2[0-2]\.|pytorch:2[0-2]\.|HF transformers docs, 2023"
+# a harness that casts the model to 16 bits (model.half()) and runs it without autocast: no autocast casts
+HALF_WITHOUT_AUTOCAST = r"model\.half\(\)(?! inside torch\.cuda\.amp\.autocast)"
 
 
 # a harness that issues an engine's kernels one by one, where the catalogue's engine replays CUDA graphs: TensorRT-LLM's
@@ -646,7 +675,7 @@ def case(row: dict) -> dict:
     fields["gpu"] = IDEAL_DEVICE if hw[1] == "ideal" else hw[1]
     notes.append(hw[2])
     cores = next((n for p, n in HOST_CORES if re.search(p, row["hardware"])), None)
-    if re.search(r"NHWC|channels[_ -]last", row.get("settings", ""), re.I):
+    if re.search(r"(?<!no )(NHWC|channels[_ -]last)(?! not set)", row.get("settings", ""), re.I):
         fields["channels_last"] = True
         notes.append("NHWC (channels_last) activations, as the row's settings say")
     host = next((c for p, c in HOST_CPUS if re.search(p, row["hardware"])), None)
@@ -687,29 +716,38 @@ def case(row: dict) -> dict:
         del fields["fusion"]
         fields[ENGINE_FIELD] = ENGINE_CATALOGUE[engine]
 
-    if fields.get("precision") == "fp32" and _runs_fp32_as_tf32(engine, row, fields["gpu"]):
+    if fields.get("precision") == "fp32" and _runs_fp32_as_tf32(engine, row, fields["gpu"], fields.get("workload")):
         fields["precision"] = "tf32"
         notes.append(
-            "fp32 runs as TF32 here: NGC's PyTorch enables TF32 for cuBLAS and cuDNN, TensorFlow 2.4+ by default"
+            "fp32 runs as TF32 here: NGC's PyTorch enables TF32 for cuBLAS and cuDNN, TensorFlow 2.4+ by default, "
+            "PyTorch for cuDNN convolutions"
         )
     engine_entry = catalog.get("engines", fields[ENGINE_FIELD]) if isinstance(fields.get(ENGINE_FIELD), str) else {}
+
+    def harness(note: str, **change) -> None:
+        """The row's harness ran the engine otherwise: change those fields (on top of any earlier change)."""
+        base = fields[ENGINE_FIELD] if isinstance(fields[ENGINE_FIELD], dict) else engine_entry
+        fields[ENGINE_FIELD] = _changed_engine(base, **change)
+        notes.append(note)
+
     if (
         re.search(NAIVE_ATTENTION_VERSIONS, row.get("software_version", ""))
         and engine_entry.get("attention") == "fused"
     ):
-        fields[ENGINE_FIELD] = _changed_engine(engine_entry, attention="naive")
-        notes.append("naive attention: PyTorch before 2.0 has no scaled_dot_product_attention")
-    if re.search(UNGRAPHED_HARNESS[0], row.get("settings", "")) and engine_entry.get("graphs"):
-        fields[ENGINE_FIELD] = _changed_engine(
-            fields[ENGINE_FIELD] if isinstance(fields[ENGINE_FIELD], dict) else engine_entry,
-            graphs=False,
-            issue_us=UNGRAPHED_HARNESS[1],
+        harness(
+            "naive attention: PyTorch before 2.0, or Hugging Face transformers before 4.36, runs its own",
+            attention="naive",
         )
-        notes.append("kernels launched one by one: gptSessionBenchmark runs without --enable_cuda_graph")
+    if re.search(UNGRAPHED_HARNESS[0], row.get("settings", "")) and engine_entry.get("graphs"):
+        harness("kernels launched one by one: gptSessionBenchmark runs without --enable_cuda_graph", graphs=False,
+                issue_us=UNGRAPHED_HARNESS[1])  # fmt: skip
+    if re.search(HALF_WITHOUT_AUTOCAST, row.get("settings", "")) and engine_entry.get("autocast_us"):
+        harness("16-bit by model.half() without autocast: no autocast casts", autocast_us=0.0, autocast_fp32=[])
+    if fields["gpu"] is IDEAL_DEVICE and engine_entry:
+        harness("the loader timed alone: no model step issued", issue_us=0.0, call_us=0.0, autocast_us=0.0, step_us=0.0)
     nchw = SOURCE_NCHW.get(row["source_id"])
     if nchw and fields.get("precision") in nchw[0] and engine_entry:
-        fields[ENGINE_FIELD] = _changed_engine(engine_entry, conv_layout="nchw")
-        notes.append(nchw[1])
+        harness(nchw[1], conv_layout="nchw")
 
     m, inp = _first(INPUTS, row["input"])
     if inp is None:

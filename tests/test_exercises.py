@@ -153,7 +153,9 @@ def test_serving_batch_is_the_lowest_latency_that_keeps_up(capsys):
 # ---------------------------------------------------------------- 04: choosing the chip
 def test_a100_against_the_cpu(capsys):
     ratio = simulate(ex.LESSON4_A100, suggest=False).throughput / simulate(ex.LESSON4_CPU, suggest=False).throughput
-    assert ratio > 2  # eager PyTorch at batch 8 keeps the A100 waiting on the host; still a few times the CPU
+    # eager PyTorch at batch 8 keeps the A100 waiting on the host (its per-operator cost as the published eager
+    # runs show it, engines.toml host_overhead_scale), yet it stays well ahead of the CPU
+    assert ratio > 1.4
     accepts(capsys, ex.check_a100_vs_cpu, ratio)
     accepts(capsys, ex.check_a100_vs_cpu, f"{ratio * 1.1:.1f}x")
     assert "Upside down" in refuses(capsys, ex.check_a100_vs_cpu, 1 / ratio)

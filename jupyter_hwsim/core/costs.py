@@ -531,10 +531,18 @@ def host_issue_s(m: Machine, kernels: int, calls: int, training: bool = False) -
     e = m.engine
     # language models are cast to 16 bits whole (model.half()); other 16-bit models run under autocast
     cast_us = e["autocast_us"] if m.s.precision in AUTOCAST and not m.s.traits.generates else 0.0
-    per_call = e["call_us"] + cast_us
+    scale = host_overhead_scale(e)
+    per_call = e["call_us"] * scale + cast_us
     if training:
         per_call += e["backward_us"] + cast_us
-    return (kernels * e["issue_us"] + calls * per_call + e["step_us"]) * 1e-6 / m.s.cpu_speed
+    return (kernels * e["issue_us"] * scale + calls * per_call + e["step_us"]) * 1e-6 / m.s.cpu_speed
+
+
+def host_overhead_scale(engine: dict) -> float:
+    """How much more a kernel issue and an operator call cost in the published runs of this engine than in its
+    microbenchmarks (engines.toml host_overhead_scale; 1.0 where none is fitted). Fitted on forward passes, it
+    prices forward and training steps; an LLM's decode steps (kinds/llm.py) keep the microbenchmark figures."""
+    return float(engine.get("host_overhead_scale", 1.0))
 
 
 AUTOCAST = ("fp16", "bf16")  # 16-bit math in an eager framework runs under autocast (the AMP recipe)

@@ -818,6 +818,7 @@ _KEYS = {
         "quantized_matmul": ("name", 0, 0, False),
         "quantized_matmul_efficiency": ("num", 0, 2, True),
         "quantized_matmul_platforms": ("names", 0, 0, False),
+        "host_overhead_scale": ("num", 0, 100, True),
     },
     "workloads": {
         "default_batch_size": ("int", 1, 65536, False),

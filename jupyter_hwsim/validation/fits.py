@@ -19,6 +19,7 @@ from ..core.scenario import Scenario
 MIN_FAMILIES = 2  # a group's figure needs single-stream decode rows from at least this many source families
 DECODE_MEASURES = ("per_stream",)  # one stream decoding: bandwidth-bound, the cleanest view of the kernels
 PREFILL_MEASURES = ("prefill_tps",)  # prompt processing: compute-bound, the cleanest view of the matmul kernels
+HOST_MEASURES = ("latency_mean", "latency_p90")  # one batch-1 step whose time is the host's: its issue and calls
 
 
 def _engine(fields: dict) -> dict | None:
@@ -78,6 +79,28 @@ def quantized_matmul_efficiency(train: list[dict]) -> dict:
     return out
 
 
+def _host_rows(train: list[dict]) -> dict:
+    """engine id -> the batch-1 latency rows the catalogue's figures predict to be host-bound."""
+    groups: dict = defaultdict(list)
+    for r in train:
+        if r["measure"] in HOST_MEASURES and r["bottleneck"] == "overhead" and r["measured"] > 0:
+            e = _engine(r["fields"])
+            if e is not None and e.get("id"):
+                groups[e["id"]].append(r)
+    return groups
+
+
+def host_overhead_scale(train: list[dict]) -> dict:
+    """engine id -> the host overhead scale the training rows' host-bound batch-1 latencies imply: the
+    catalogue's figure times the median of measured / predicted, where MIN_FAMILIES families have rows."""
+    out = {}
+    for engine, rows in _host_rows(train).items():
+        if len({r["family"] for r in rows}) >= MIN_FAMILIES:
+            now = costs.host_overhead_scale(catalog.get("engines", engine))
+            out[engine] = now * statistics.median(r["measured"] / r["predicted"] for r in rows)
+    return out
+
+
 def _line(what: str, value: float, rows: list[dict]) -> str:
     fams = sorted({r["family"] for r in rows})
     return f"{what}: {value:.3f} from {len(rows)} rows of {len(fams)} families ({', '.join(fams)})"
@@ -93,21 +116,29 @@ def describe(train: list[dict]) -> list[str]:
     prefill = _prefill_rows(train)
     for engine, value in sorted(quantized_matmul_efficiency(train).items()):
         lines.append("quantized matmul efficiency, " + _line(engine, value, prefill[engine]))
+    host = _host_rows(train)
+    for engine, value in sorted(host_overhead_scale(train).items()):
+        lines.append("host overhead scale, " + _line(engine, value, host[engine]))
     return lines
 
 
 def fit_engines(train: list[dict]):
     """A validation fit: the adjustment that gives each llm case its engine's fitted decode and quantized matmul
     efficiencies."""
-    decode, qmm = decode_efficiency(train), quantized_matmul_efficiency(train)
+    decode, qmm, host = decode_efficiency(train), quantized_matmul_efficiency(train), host_overhead_scale(train)
+    host_fitted = {e for e, rows in _host_rows(train).items()} | set(host)
 
     def adjust(case: dict) -> dict:
         """The case with its engine's efficiencies as fitted here, or the roofline (1.0) where these rows cannot
         fit them: the catalogue's own figures came from every family, the predicted one included."""
         fields = case["fields"]
         e = _engine(fields)
-        if fields.get("kind") != "llm" or e is None:
+        if e is None:
             return case
+        if e.get("id") in host_fitted or "host_overhead_scale" in e:
+            e["host_overhead_scale"] = host.get(e.get("id"), 1.0)
+        if fields.get("kind") != "llm":
+            return {**case, "fields": {**fields, "engine": e}}
         precision = fields.get("precision")
         e["decode_bw_efficiency"] = {
             **e.get("decode_bw_efficiency", {}),

@@ -133,11 +133,14 @@ def test_group_scales_add_the_bytes_of_q4_0():
 
 
 def test_estimate_and_simulation_agree_without_variability():
+    # a serving engine, whose prefill is not host-bound: the closed form prices each newcomer's prefill alone,
+    # the simulation prefills clients that return together in one step (the same when the GPU bounds the prefill)
     for batching in ("static", "continuous"):
         s = Scenario(
             kind="llm",
             workload="mistral-7b",
             gpu="h100",
+            engine="vllm",
             concurrency=8,
             output_tokens_cv=0.0,
             jitter_cv=0.0,

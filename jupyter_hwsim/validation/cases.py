@@ -327,6 +327,9 @@ ENGINE_CATALOGUE = {
 }
 
 
+CONV_ARCHS = ("resnet", "efficientnet", "convnext", "unet")  # workloads whose FLOPs are convolutions
+
+
 def _runs_fp32_as_tf32(engine: str, row: dict, gpu, workload=None) -> bool:
     """fp32 math on a device with TF32 tensor cores runs as TF32 in NVIDIA's NGC PyTorch containers (they set
     TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1), in TensorFlow 2.4+ (TF32 on by default), and in any PyTorch for a
@@ -340,9 +343,6 @@ def _runs_fp32_as_tf32(engine: str, row: dict, gpu, workload=None) -> bool:
     version = row.get("software_version", "")
     convnet = isinstance(workload, str) and catalog.get("workloads", workload).get("arch") in CONV_ARCHS
     return (engine.startswith("pytorch") and ("NGC" in version or convnet)) or engine.startswith("tensorflow")
-
-
-CONV_ARCHS = ("resnet", "efficientnet", "convnext", "unet")  # workloads whose FLOPs are convolutions
 
 
 @functools.cache
@@ -485,8 +485,6 @@ SETTINGS = [
     (r"C=(\d+) CPUs, W=(\d+)", lambda m: {"cpu_cores": int(m[1]), "loader_workers": int(m[2])}, ""),
     (r"per-GPU batch|run_squad|run_pretraining", lambda m: {}, ""),
 ]
-# software versions whose PyTorch predates scaled_dot_product_attention (2.0, March 2023): NGC PyTorch containers
-# before 23.xx ship 1.x
 # software versions whose attention is naive: PyTorch before 2.0 (no scaled_dot_product_attention), and the
 # Hugging Face transformers of 2023, before SDPA became its default attention (4.36, December 2023)
 NAIVE_ATTENTION_VERSIONS = r"PyTorch 1\.|^torch 1\.|NGC PyTorch 2[0-2]\.|pytorch:2[0-2]\.|HF transformers docs, 2023"

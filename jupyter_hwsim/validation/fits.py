@@ -123,10 +123,9 @@ def describe(train: list[dict]) -> list[str]:
 
 
 def fit_engines(train: list[dict]):
-    """A validation fit: the adjustment that gives each llm case its engine's fitted decode and quantized matmul
-    efficiencies."""
+    """A validation fit: the adjustment that gives each case its engine's fitted host overhead scale, and each llm
+    case its engine's fitted decode and quantized matmul efficiencies."""
     decode, qmm, host = decode_efficiency(train), quantized_matmul_efficiency(train), host_overhead_scale(train)
-    host_fitted = {e for e, rows in _host_rows(train).items()} | set(host)
 
     def adjust(case: dict) -> dict:
         """The case with its engine's efficiencies as fitted here, or the roofline (1.0) where these rows cannot
@@ -135,8 +134,7 @@ def fit_engines(train: list[dict]):
         e = _engine(fields)
         if e is None:
             return case
-        if e.get("id") in host_fitted or "host_overhead_scale" in e:
-            e["host_overhead_scale"] = host.get(e.get("id"), 1.0)
+        e["host_overhead_scale"] = host.get(e.get("id"), 1.0)
         if fields.get("kind") != "llm":
             return {**case, "fields": {**fields, "engine": e}}
         precision = fields.get("precision")

@@ -140,7 +140,7 @@ def test_cli_serving_and_llm():
     p = _cli("run", "kind=llm", "workload=mistral-7b", "concurrency=4", "steps=10")
     assert p.returncode == 0, p.stderr
     assert "tokens/s" in p.stdout and "first token" in p.stdout
-    p = _cli("sweep", "kind=llm", "concurrency=1,8,64", "steps=16", "latency_slo_ms=25", "--best")
+    p = _cli("sweep", "kind=llm", "engine=vllm", "concurrency=1,8,64", "steps=16", "latency_slo_ms=25", "--best")
     assert p.returncode == 0, p.stderr
     assert "best within 25 ms p99: concurrency=" in p.stdout
     p = _cli("run", "kind=llm", "prompt_tokens=9999")

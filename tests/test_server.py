@@ -397,7 +397,8 @@ async def test_the_cache_answers_anew_after_the_catalogue_changes(
     """A scenario names its catalogue entries; an entry added again under the same name, or a user catalogue folder
     named since, changes their figures: the cached answer of the old figures is not given for the new ones."""
     catalog = clean_catalog
-    body = {"kind": "llm", "workload": "gpt2", "gpu": "cache-gpu", "steps": 20}  # decoding: as fast as the memory
+    # decoding in a serving engine: as fast as the memory (eager PyTorch would wait on its host)
+    body = {"kind": "llm", "workload": "gpt2", "gpu": "cache-gpu", "engine": "vllm", "steps": 20}
     catalog.add("gpus", _device(200.0), id="cache-gpu")
     first = await _post(jp_fetch, "estimate", body)
     again = await _post(jp_fetch, "estimate", body)

@@ -150,7 +150,10 @@ def test_source_families_group_one_publisher():
     assert cases.family("nvidia-dle-rn50-tf") == cases.family("nvidia-dle-bert-pyt") == "nvidia-dle"
     assert cases.family("trtllm-perfdoc-v0.6") == cases.family("trtllm-perf-overview-v1.0")
     assert cases.family("llamacpp-pr3084") == cases.family("llamacpp-pr4766")
-    assert cases.family("gpt-fast-readme") == "gpt-fast-readme"
+    assert cases.family("gpt-fast-readme") == cases.family("gpt-fast-blog") == "gpt-fast"
+    assert cases.family("hf-optimum-gptq") == cases.family("hf-quanto-bench") == "huggingface"
+    assert cases.family("transformers-issue-29651") == "transformers-issue-29651"  # a user's, not the publisher's
+    assert cases.family("lightning-thunder-litgpt") == "lightning-thunder-litgpt"
 
 
 def test_mappings_follow_the_tables():

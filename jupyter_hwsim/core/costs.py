@@ -541,7 +541,8 @@ def host_issue_s(m: Machine, kernels: int, calls: int, training: bool = False) -
 def host_overhead_scale(engine: dict) -> float:
     """How much more a kernel issue and an operator call cost in the published runs of this engine than in its
     microbenchmarks (engines.toml host_overhead_scale; 1.0 where none is fitted). Fitted on forward passes, it
-    prices forward and training steps; an LLM's decode steps (kinds/llm.py) keep the microbenchmark figures."""
+    prices every step: forward, training, and an LLM's decode steps (kinds/llm.py), which published eager
+    generate() runs check without being fitted to them (docs/validation.md)."""
     return float(engine.get("host_overhead_scale", 1.0))
 
 

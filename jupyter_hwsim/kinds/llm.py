@@ -181,7 +181,7 @@ def decode_cost(m) -> DecodeCost:
         costs.weight_bytes(s),
         costs.activation_bytes(s.precision, generates=True),
         costs.value_bytes(kv_precision(s)),
-        (m.engine["issue_us"] + m.engine["call_us"]) * 1e-6 / s.cpu_speed,
+        (m.engine["issue_us"] + m.engine["call_us"]) * costs.host_overhead_scale(m.engine) * 1e-6 / s.cpu_speed,
         m.engine["step_us"] * 1e-6 / s.cpu_speed,
         workloads.decode_operators(m.workload)[1],
     )
@@ -617,9 +617,9 @@ def _explain(b, m, d, util, mem, state) -> str:
         )
     if b == "overhead":
         return (
-            "The GPU waits on kernel launches: each decode step runs hundreds of small kernels whose "
-            "launch cost exceeds their run time. CUDA graphs or a compiled engine (engine=cuda-graphs, vllm or "
-            "tensorrt-llm) remove most of it."
+            "The GPU waits on the host: each decode step issues hundreds of small kernels, and issuing them "
+            "(in eager PyTorch, each operator's Python and dispatch work) takes longer than they run. CUDA graphs "
+            "or a serving engine (engine=cuda-graphs, vllm or tensorrt-llm) remove most of it."
         )
     return (
         f"Decoding is compute-bound: with {m.batch} sequences per step the math units reach "

@@ -99,7 +99,9 @@ LESSON4_CPU = Scenario(
 )
 LESSON4_A100 = LESSON4_CPU.replace(gpu="a100-sxm-80gb")
 # 05: one Llama 2 13B stream in int8 on an A10
-LESSON5_DECODE = Scenario(kind="llm", workload="llama-2-13b", gpu="a10", precision="int8", concurrency=1, steps=20)
+LESSON5_DECODE = Scenario(
+    kind="llm", workload="llama-2-13b", gpu="a10", precision="int8", engine="vllm", concurrency=1, steps=20
+)
 # 06: BERT-base inference on a T4; the team wants a floating-point format
 LESSON6_T4 = Scenario(
     kind="inference", workload="bert-base", gpu="t4", batch_size=32, loader_workers=8, cpu_cores=16, steps=60

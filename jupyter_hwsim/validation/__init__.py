@@ -29,6 +29,7 @@ MIN_BAND_ROWS = 5
 # measured units -> the unit the comparison is made in (factor)
 _UNITS = {"ns": ("ms", 1e-6), "s": ("ms", 1e3), "min": ("min", 1.0)}
 _MEASURE_UNITS = {"latency_mean", "latency_p90", "ttft_b1", "ttft_p50", "itl_median"}
+_RATES = {"ms/token": ("tok/s", 1e3)}  # a time per token reported for a rate: its inverse
 
 
 def _measured(row: dict) -> tuple[float, str]:
@@ -38,6 +39,9 @@ def _measured(row: dict) -> tuple[float, str]:
         return value * k, to
     if unit == "s/batch":
         return value, "s"
+    if unit in _RATES:
+        to, k = _RATES[unit]
+        return k / value, to
     return value, unit
 
 
@@ -89,6 +93,8 @@ def predict(c: dict) -> tuple[float, str]:
         return 1e3 * f["batch_size"] / r.throughput, r.bottleneck
     if m == "per_stream":
         return r.tokens_per_s_per_stream, r.bottleneck
+    if m == "generate_tps":
+        return 1e3 * f["output_tokens"] / d["e2e_ms"]["mean"], r.bottleneck
     if m in ("ttft_b1", "ttft_p50"):
         return r.ttft_ms["p50"], "prefill" if m == "ttft_b1" else r.bottleneck
     if m == "prefill_tps":

@@ -38,6 +38,8 @@ FAMILIES = [
     (r"^nvidia-dle-", "nvidia-dle"),  # five DeepLearningExamples READMEs, one publisher
     (r"^trtllm-", "trtllm-docs"),  # TensorRT-LLM performance docs, three versions
     (r"^llamacpp-pr", "llamacpp-prs"),  # comments on llama.cpp pull requests
+    (r"^gpt-fast-", "gpt-fast"),  # gpt-fast's README and the PyTorch blog post that introduced it, one team
+    (r"^hf-(optimum|quanto|perf|bloom|llmint8)", "huggingface"),  # Hugging Face's own benchmark READMEs and posts
     (r"^exllama", "exllama-readmes"),  # ExLlama v1 and v2 READMEs, one author
     (r"^vllm-blog-", "vllm-blog"),  # vLLM project blog posts
     (r"^timm-bench-", "timm-benchmarks"),  # timm results/benchmark-*.csv, one author and script, per GPU
@@ -98,6 +100,7 @@ HARDWARE = [
     (r"^A100-40GB \(form factor not stated", "a100-sxm-40gb", "A100 40GB form factor not stated: SXM assumed"),
     (r"^V100 \(variant not stated", "v100-sxm2-16gb", "V100 variant not stated: the SXM2 16GB part assumed"),
     (r"^A10 ", "a10", ""),
+    (r"^A10G", "a10", "AWS's A10G: the catalogue's a10 entry (its alias a10g)"),
     (r"^L4 ", "l4", ""),
     (r"^L40S", "l40s", ""),
     (r"^L40$", "l40", ""),
@@ -208,7 +211,8 @@ MODELS = [
     (r"^Llama-2-7B|^Llama2-7B|^CodeLlama-7B|^llama 7B$", "llama-2-7b", ""),
     (r"^Llama-2-13B", "llama-2-13b", ""),
     (r"^Llama-2-70B|^Llama2-70B", "llama-2-70b", ""),
-    (r"^LLaMA-1 7B|^Llama-1-7B|^Llama-7B$", _hf("llama-1-7b"), ""),
+    (r"^LLaMA-1 7B|^Llama-1-7B|^Llama-7B$|^LLaMA 7B architecture", _hf("llama-1-7b"), ""),
+    (r"^OpenLLaMA-7B", _hf("llama-1-7b"), "OpenLLaMA-7B reproduces the LLaMA-7B architecture"),
     (r"^Llama-1-13B|^Llama-13B$|^LLaMA 13B", _hf("llama-1-13b"), ""),
     (r"^Llama-1-33B|^Llama-33B", _hf("llama-1-33b"), ""),
     (r"^Llama-3\.1-8B", _hf("llama-3.1-8b"), ""),
@@ -392,7 +396,12 @@ def _lengths(prompt, output, **extra):
 INPUTS = [
     (r"^224", lambda m: {}, ""),
     (r"^seq(\d+)", lambda m: {"seq_len": int(m[1])}, ""),
-    (r"^prompt(\d+)\+gen(\d+)$", lambda m: _lengths(int(m[1]), int(m[2])), ""),
+    (
+        r"^prompt(\d+)\+gen1 \(one decode step",
+        lambda m: _lengths(int(m[1]), 2),
+        "one decode step after the prompt: the step that makes the second token",
+    ),
+    (r"^prompt(\d+)\+gen(\d+)( \(|$)", lambda m: _lengths(int(m[1]), int(m[2])), ""),
     (r"^prompt(\d+)$", lambda m: _lengths(int(m[1]), 1), "first token: one output token"),
     (r"^pp(\d+)\+tg(\d+)", lambda m: _lengths(int(m[1]), int(m[2])), ""),
     (r"^pp(\d+)", lambda m: _lengths(int(m[1]), 1), ""),
@@ -432,6 +441,7 @@ INPUTS = [
 #   latency_p90     the same step time against a published 90th percentile
 #   step_ms         ms per training step = 1000 x batch / throughput
 #   per_stream      Result.tokens_per_s_per_stream (1 / time per output token)
+#   generate_tps    one sequence's new tokens over the whole generate() call, its prefill included (a static batch)
 #   ttft_b1         Result.ttft_ms["p50"] of one closed-loop client: one prompt's prefill
 #   ttft_p50        Result.ttft_ms["p50"] of simulate() with `concurrency` closed-loop clients
 #   prefill_tps     Result.prefill_tokens_per_s: one request's prompt tokens over its prefill
@@ -445,6 +455,8 @@ METRICS = [
     (("latency_b1", "latency_p90"), "latency_p90", {}),
     (("training", "step_ms"), "step_ms", {}),
     (("llm_decode", "decode"), "per_stream", {"concurrency": 1}),
+    (("llm_decode", "generate"), "generate_tps", {"batching": "static"}),
+    (("llm_decode", "single_step"), "per_stream", {"batching": "static"}),
     (("llm_decode", "throughput_out"), "throughput", {"batching": "static"}),
     (("llm_decode", "aggregate"), "throughput", {}),
     (("llm_ttft", "ttft"), "ttft_b1", {"concurrency": 1}),
@@ -487,7 +499,10 @@ SETTINGS = [
 ]
 # software versions whose attention is naive: PyTorch before 2.0 (no scaled_dot_product_attention), and the
 # Hugging Face transformers of 2023, before SDPA became its default attention (4.36, December 2023)
-NAIVE_ATTENTION_VERSIONS = r"PyTorch 1\.|^torch 1\.|NGC PyTorch 2[0-2]\.|pytorch:2[0-2]\.|HF transformers docs, 2023"
+NAIVE_ATTENTION_VERSIONS = (
+    r"PyTorch 1\.|^torch 1\.|NGC PyTorch 2[0-2]\.|pytorch:2[0-2]\.|HF transformers docs, 2023"
+    r"|transformers 4\.(\d|[12]\d|3[0-5])\b|before 4\.36"
+)
 # a harness that casts the model to 16 bits (model.half()): autocast, if on, finds nothing to cast (the engine's
 # autocast_us is the cost of casting fp32 weights per call, benchmarks/bench_framework_overhead.py)
 HALF_MODEL = r"model\.half\(\)"

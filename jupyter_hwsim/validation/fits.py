@@ -35,10 +35,16 @@ def _engine(fields: dict) -> dict | None:
 
 def decode_efficiency(train: list[dict]) -> dict:
     """(engine id, precision) -> the decode bandwidth efficiency the training rows imply: the catalogue's
-    figure times the median of measured / predicted over the group, where MIN_FAMILIES families have rows."""
+    figure times the median of measured / predicted over the group, where MIN_FAMILIES families have rows. Only
+    rows the model finds bandwidth-bound speak of the kernels' bandwidth (a host-bound eager step does not)."""
     groups: dict = defaultdict(list)
     for r in train:
-        if r["measure"] in DECODE_MEASURES and r["measured"] > 0 and r["predicted"] > 0:
+        if (
+            r["measure"] in DECODE_MEASURES
+            and r["bottleneck"] == "memory_bw"
+            and r["measured"] > 0
+            and r["predicted"] > 0
+        ):
             e = _engine(r["fields"])
             if e is not None:
                 groups[e["id"], r["fields"].get("precision")].append(r)

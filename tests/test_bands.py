@@ -30,9 +30,18 @@ def test_an_llm_at_concurrency_one_is_judged_on_single_stream_rows():
 
 
 def test_a_class_without_published_rows_says_it_is_not_validated():
-    r = estimate(Scenario(kind="llm", engine="pytorch-eager"), suggest=False)
+    r = estimate(Scenario(kind="llm", engine="sglang"), suggest=False)
     assert r.accuracy["status"] == "unvalidated" and r.accuracy["n"] == 0 and "low" not in r.accuracy
     assert "not validated" in r.summary()
+
+
+def test_eager_generation_takes_the_band_of_published_generate_calls():
+    """A single eager stream's tokens/s compares with published generate() runs (their tokens over the whole call)."""
+    r = estimate(Scenario(kind="llm", engine="pytorch-eager"), suggest=False)
+    b = BANDS["llm|pytorch-eager|generate_tps"]
+    assert r.accuracy["class"] == "llm|pytorch-eager|generate_tps" and r.accuracy["n"] == b["n"] >= 5
+    assert r.accuracy["low"] == pytest.approx(r.throughput / (1 + b["p90"]))
+    assert r.accuracy["high"] == pytest.approx(r.throughput / (1 + b["p10"]))
 
 
 def test_every_band_names_the_runtime_a_scenario_uses():

@@ -62,6 +62,36 @@ def test_eager_int4_decode_on_a_fast_gpu_waits_on_kernel_launches():
     assert graphs.throughput > 1.3 * eager.throughput
 
 
+def test_eager_fp16_decode_is_bound_by_its_host_and_a_serving_engine_is_not():
+    """Eager PyTorch issues each decode step's kernels from Python at the engine's fitted host cost; on an A100 that
+    takes longer than reading the weights, so a serving engine's CUDA graphs decode the same stream ~3x faster."""
+    s = Scenario(workload="llama-2-7b", gpu="a100", precision="fp16", **ONE)
+    eager, served = estimate(s, suggest=False), estimate(s.replace(engine="vllm"), suggest=False)
+    assert eager.bottleneck == "overhead" and served.bottleneck == "memory_bw"
+    e = eager.scenario["engine"]
+    m = costs.resolve(s)
+    kernels = eager.details["kernels_per_step"]
+    entry = m.engine
+    issue_s = kernels * (entry["issue_us"] + entry["call_us"]) * entry["host_overhead_scale"] * 1e-6 / m.s.cpu_speed
+    assert e == "pytorch-eager" and eager.details["decode_step_ms"] == pytest.approx(issue_s * 1e3, rel=1e-6)
+    assert 2.5 < served.tokens_per_s_per_stream / eager.tokens_per_s_per_stream < 4.5
+
+
+def test_a_cache_grown_by_concatenation_is_copied_whole_every_step():
+    """torch.cat (Hugging Face's DynamicCache) reads and writes every cached K and V once more per step: the bytes of
+    a step grow by 2 x the cache at the mean context, and nothing else changes."""
+    s = Scenario(workload="llama-2-7b", gpu="a10", precision="fp16", prompt_tokens=512, output_tokens=512, **ONE)
+    base = {k: v for k, v in costs.resolve(s).engine.items() if k not in ("id", "origin", "sources")}
+    grown, kept = (
+        estimate(s.replace(engine={**base, "concat_kv_cache": flag}), suggest=False) for flag in (True, False)
+    )
+    ctx = 512 + 512 / 2
+    kv_per_token = grown.memory["kv_gb_per_sequence"] * 1e9 / (512 + 512)
+    extra = grown.details["bytes_per_token_single_stream"] - kept.details["bytes_per_token_single_stream"]
+    assert extra == pytest.approx(2 * ctx * kv_per_token, rel=1e-6)
+    assert grown.memory["weights_gb"] == kept.memory["weights_gb"]
+
+
 def test_continuous_batching_beats_static_for_variable_lengths():
     s = Scenario(kind="llm", workload="llama-2-7b", gpu="a100", concurrency=16, output_tokens_cv=0.8, steps=160)
     static, cont = (

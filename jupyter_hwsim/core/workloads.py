@@ -819,6 +819,7 @@ _KEYS = {
         "quantized_matmul_efficiency": ("num", 0, 2, True),
         "quantized_matmul_platforms": ("names", 0, 0, False),
         "host_overhead_scale": ("num", 0, 100, True),
+        "concat_kv_cache": ("bool", 0, 0, False),
     },
     "workloads": {
         "default_batch_size": ("int", 1, 65536, False),

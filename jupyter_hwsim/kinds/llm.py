@@ -59,6 +59,8 @@ class DecodeCost:
         fused = costs.fused_classes(self.m)
         flash = "softmax" in fused  # fused attention: scores never written to HBM
         heads = self.m.workload["heads"]
+        # a cache grown by torch.cat is read and written whole every step, beside attention's own read
+        reads = 3.0 if self.m.engine.get("concat_kv_cache") else 1.0
         for op in self.per_ctx:
             cache = op.act_in - (heads if op.name.endswith("context") else 0)
             if op.cls == "softmax":
@@ -66,7 +68,7 @@ class DecodeCost:
                     continue
                 nbytes = 2 * heads * self.ab
             else:
-                nbytes = cache * self.kvb + (0 if flash else heads * self.ab)
+                nbytes = cache * self.kvb * reads + (0 if flash else heads * self.ab)
             rate = self.r.matmul if op.cls == costs.MATMUL else self.r.vector
             t_c, t_m = op.flops / rate, nbytes / self.r.bw
             if t_c >= t_m:

@@ -506,6 +506,9 @@ NAIVE_ATTENTION_VERSIONS = (
 # a harness that casts the model to 16 bits (model.half()): autocast, if on, finds nothing to cast (the engine's
 # autocast_us is the cost of casting fp32 weights per call, benchmarks/bench_framework_overhead.py)
 HALF_MODEL = r"model\.half\(\)"
+# a harness that preallocates its KV cache (lit-gpt's and gpt-fast's KVCache), where eager PyTorch's entry grows it
+# by concatenation as Hugging Face's generate() does
+STATIC_KV_CACHE = r"static (preallocated )?KV ?cache"
 
 
 # a harness that issues an engine's kernels one by one, where the catalogue's engine replays CUDA graphs: TensorRT-LLM's
@@ -757,6 +760,8 @@ def case(row: dict) -> dict:
                 issue_us=UNGRAPHED_HARNESS[1])  # fmt: skip
     if re.search(HALF_MODEL, row.get("settings", "")) and engine_entry.get("autocast_us"):
         harness("16-bit weights by model.half(): no autocast casts", autocast_us=0.0, autocast_fp32=[])
+    if re.search(STATIC_KV_CACHE, row.get("settings", ""), re.I) and engine_entry.get("concat_kv_cache"):
+        harness("a static KV cache, written in place: no concatenation", concat_kv_cache=False)
     if fields["gpu"] is IDEAL_DEVICE and engine_entry:
         harness("the loader timed alone: no model step issued", issue_us=0.0, call_us=0.0, autocast_us=0.0, step_us=0.0)
     nchw = SOURCE_NCHW.get(row["source_id"])

@@ -77,6 +77,18 @@ def test_eager_fp16_decode_is_bound_by_its_host_and_a_serving_engine_is_not():
     assert 2.5 < served.tokens_per_s_per_stream / eager.tokens_per_s_per_stream < 4.5
 
 
+def test_a_host_bound_decode_step_is_named_overhead_whatever_its_gpu_part_holds():
+    """16 eager streams: the GPU spends more of its time reading memory than waiting, yet the step is the host's
+    issue time, so the bottleneck is overhead and the best single change is an engine that replays graphs."""
+    r = estimate(Scenario(kind="llm", workload="llama-2-7b", gpu="a100", precision="fp16", concurrency=16, steps=40))
+    assert r.gpu_time["memory"] > r.gpu_time["launch"]
+    assert r.bottleneck == "overhead"
+    single = [x for x in r.suggestions if "parts" not in x and x.get("speedup")]
+    assert single[0]["change"].startswith("engine=")
+    served = estimate(Scenario.from_dict(r.scenario).replace(engine="vllm", fusion=None), suggest=False)
+    assert served.bottleneck == "memory_bw"
+
+
 def test_a_cache_grown_by_concatenation_is_copied_whole_every_step():
     """torch.cat (Hugging Face's DynamicCache) reads and writes every cached K and V once more per step: the bytes of
     a step grow by 2 x the cache at the mean context, and nothing else changes."""

@@ -671,6 +671,16 @@ class LLMKind(KindBase):
     def prepare(self, m):
         return decode_cost(m), memory(m)
 
+    def bottleneck(self, m, d, state, gpu_time):
+        """As the other kinds name it, except that a decode step whose kernels the host takes longer to issue than
+        they run is the host's (overhead), however the GPU's own part divides: faster memory would not shorten it."""
+        b = super().bottleneck(m, d, state, gpu_time)
+        if b in ("compute", "memory_bw"):
+            step = d.steps(m.batch, [m.batch * (cached_prompt(m) + m.s.output_tokens / 2.0)])
+            if step["issue"][0] >= step["step"][0]:
+                return "overhead"
+        return b
+
     def state(self, m, d, method, seed, budget_s):
         timeline = []
         if method == "estimate":

@@ -134,8 +134,7 @@ class DecodeCost:
     def op_costs(self, b: int) -> list[dict]:
         """The roofline of one decode step at batch b, one entry per operator summed over the layers
         (attention at the mean context)."""
-        s = self.m.s
-        ctx = b * (cached_prompt(self.m) + s.output_tokens / 2.0)
+        ctx = b * mean_context(self.m)
         out = []
         for name, ((f, nb, t_c, t_m, _), n, op) in self._shapes(b).items():
             out.append(
@@ -194,6 +193,11 @@ def prefill(m, b: int):
     pass over the source and its decoder over the first token: workloads.generation_prefill)."""
     w, seq = workloads.generation_prefill(m.workload, m.s.prompt_tokens)
     return costs.step_cost(m if w is m.workload else dataclasses.replace(m, workload=w), batch=b, seq=seq)
+
+
+def mean_context(m) -> float:
+    """Tokens one sequence holds in its cache at its mean decode step: the cached prompt and half its output."""
+    return cached_prompt(m) + m.s.output_tokens / 2.0
 
 
 def cached_prompt(m) -> int:
@@ -676,7 +680,7 @@ class LLMKind(KindBase):
         they run is the host's (overhead), however the GPU's own part divides: faster memory would not shorten it."""
         b = super().bottleneck(m, d, state, gpu_time)
         if b in ("compute", "memory_bw"):
-            step = d.steps(m.batch, [m.batch * (cached_prompt(m) + m.s.output_tokens / 2.0)])
+            step = d.steps(m.batch, [m.batch * mean_context(m)])
             if step["issue"][0] >= step["step"][0]:
                 return "overhead"
         return b
@@ -702,7 +706,7 @@ class LLMKind(KindBase):
 
     def details(self, m, d, mem, state):
         s, b = m.s, m.batch
-        ctx = cached_prompt(m) + s.output_tokens / 2.0
+        ctx = mean_context(m)
         step = {k: float(v[0]) for k, v in d.steps(b, [b * ctx]).items()}
         return {
             "concurrency": b,

@@ -376,8 +376,8 @@ QUESTIONS = (
     # ---- lesson 2
     Question(
         "2.predict",
-        "One user chats with Llama 2 7B (fp16) served by vLLM on an A100: `nvidia-smi` shows the GPU busy {busy:.0%} of the time. "
-        "What share of its peak math does it actually use (MFU)?",
+        "One user chats with Llama 2 7B (fp16) served by vLLM on an A100: `nvidia-smi` shows the GPU busy "
+        "{busy:.0%} of the time. What share of its peak math does it actually use (MFU)?",
         {"a": "more than 50%", "b": "10% to 50%", "c": "1% to 10%", "d": "under 1%"},
         answer=bucket("mfu", {"a": (0.5, INF), "b": (0.1, 0.5), "c": (0.01, 0.1), "d": (0, 0.01)}),
         explain="busy {busy:.0%}, MFU {mfu:.1%}. Each token reads every weight once and does about 2 FLOPs "

@@ -33,6 +33,18 @@ def _engine(fields: dict) -> dict | None:
     return dict(catalog.get("engines", e)) if isinstance(e, str) else None
 
 
+def _refit(now: float, rows: list[dict]) -> float | None:
+    """The catalogue's figure times the median of measured / predicted over rows, or None where fewer than
+    MIN_FAMILIES source families have rows."""
+    if len({r["family"] for r in rows}) < MIN_FAMILIES:
+        return None
+    return now * statistics.median(r["measured"] / r["predicted"] for r in rows)
+
+
+def _fitted(figures: dict) -> dict:
+    return {k: v for k, v in figures.items() if v is not None}
+
+
 def decode_efficiency(train: list[dict]) -> dict:
     """(engine id, precision) -> the decode bandwidth efficiency the training rows imply: the catalogue's
     figure times the median of measured / predicted over the group, where MIN_FAMILIES families have rows. Only
@@ -48,13 +60,14 @@ def decode_efficiency(train: list[dict]) -> dict:
             e = _engine(r["fields"])
             if e is not None:
                 groups[e["id"], r["fields"].get("precision")].append(r)
-    out = {}
-    for (engine, precision), rows in groups.items():
-        if len({r["family"] for r in rows}) < MIN_FAMILIES:
-            continue
-        now = float(catalog.get("engines", engine).get("decode_bw_efficiency", {}).get(precision, 1.0))
-        out[engine, precision] = now * statistics.median(r["measured"] / r["predicted"] for r in rows)
-    return out
+    return _fitted(
+        {
+            (engine, precision): _refit(
+                float(catalog.get("engines", engine).get("decode_bw_efficiency", {}).get(precision, 1.0)), rows
+            )
+            for (engine, precision), rows in groups.items()
+        }
+    )
 
 
 def runs_quantized_matmul(fields: dict) -> bool:
@@ -77,12 +90,12 @@ def _prefill_rows(train: list[dict]) -> dict:
 def quantized_matmul_efficiency(train: list[dict]) -> dict:
     """engine id -> the quantized matmul efficiency the training rows' prompt processing implies: the catalogue's
     figure times the median of measured / predicted, where MIN_FAMILIES families have rows."""
-    out = {}
-    for engine, rows in _prefill_rows(train).items():
-        if len({r["family"] for r in rows}) >= MIN_FAMILIES:
-            now = float(catalog.get("engines", engine)["quantized_matmul_efficiency"])
-            out[engine] = now * statistics.median(r["measured"] / r["predicted"] for r in rows)
-    return out
+    return _fitted(
+        {
+            engine: _refit(float(catalog.get("engines", engine)["quantized_matmul_efficiency"]), rows)
+            for engine, rows in _prefill_rows(train).items()
+        }
+    )
 
 
 def _host_rows(train: list[dict]) -> dict:
@@ -99,12 +112,12 @@ def _host_rows(train: list[dict]) -> dict:
 def host_overhead_scale(train: list[dict]) -> dict:
     """engine id -> the host overhead scale the training rows' host-bound batch-1 latencies imply: the
     catalogue's figure times the median of measured / predicted, where MIN_FAMILIES families have rows."""
-    out = {}
-    for engine, rows in _host_rows(train).items():
-        if len({r["family"] for r in rows}) >= MIN_FAMILIES:
-            now = costs.host_overhead_scale(catalog.get("engines", engine))
-            out[engine] = now * statistics.median(r["measured"] / r["predicted"] for r in rows)
-    return out
+    return _fitted(
+        {
+            engine: _refit(costs.host_overhead_scale(catalog.get("engines", engine)), rows)
+            for engine, rows in _host_rows(train).items()
+        }
+    )
 
 
 def _line(what: str, value: float, rows: list[dict]) -> str:

@@ -80,11 +80,28 @@ def test_without_a_fit_the_loso_error_is_the_plain_error():
 
 def test_the_fit_moves_only_the_rows_it_applies_to(rows):
     """LOSO with the fits changes rows of fitted engines and nothing else: llm rows (decode and quantized matmul
-    efficiencies) and PyTorch eager rows (host overhead scale)."""
+    efficiencies), PyTorch eager rows (host overhead scale) and TensorFlow rows (which carry PyTorch eager's)."""
     moved = {r["engine"] for r in rows if r["loso_error"] != r["error"]}
-    assert "pytorch-eager" in moved and moved <= {"llama.cpp", "exllama", "exllamav2", "mlc-llm", "gpt-fast",
-                                                  "tensorrt-llm", "vllm", "sglang", "pytorch-eager"}  # fmt: skip
-    assert all(r["loso_error"] == r["error"] for r in rows if r["engine"] in ("tensorflow", "torch-compile"))
+    assert {"pytorch-eager", "tensorflow"} <= moved
+    assert moved <= {"llama.cpp", "exllama", "exllamav2", "mlc-llm", "gpt-fast", "tensorrt-llm", "vllm", "sglang",
+                     "pytorch-eager", "tensorflow"}  # fmt: skip
+    assert all(r["loso_error"] == r["error"] for r in rows if r["engine"] in ("tensorflow+xla", "torch-compile"))
+
+
+def test_a_borrowed_host_scale_is_its_lenders_fit_and_its_rows_fit_nothing(rows):
+    """TensorFlow carries PyTorch eager's host overhead scale (engines.toml host_overhead_scale_from): in every
+    leave-one-source-out fit it gets the lender's figure, and its own rows never enter a fit, only test it."""
+    tf = [r for r in rows if r["engine"] == "tensorflow" and r["measure"] in fits.HOST_MEASURES]
+    assert tf and all(r["family"] == "nvidia-dle" for r in tf)
+    train = [r for r in rows if r["family"] != "nvidia-dle"]
+    scales = fits.host_overhead_scale(train)
+    assert scales["tensorflow"] == scales["pytorch-eager"]
+    other = fits.host_overhead_scale([r for r in rows if r["family"] != "aitemplate-readmes"])
+    assert other["tensorflow"] == other["pytorch-eager"] != scales["pytorch-eager"]  # it follows the lender's fit
+    assert "tensorflow" not in fits._host_rows(rows)
+    row = next(r for r in cases.published_rows() if r["case_id"] == tf[0]["case"])
+    engine = fits.fit_engines(train)(cases.case(row))["fields"]["engine"]
+    assert engine["host_overhead_scale"] == scales["pytorch-eager"]
 
 
 def test_leave_one_source_out_really_leaves_the_family_out():

@@ -99,25 +99,33 @@ def quantized_matmul_efficiency(train: list[dict]) -> dict:
 
 
 def _host_rows(train: list[dict]) -> dict:
-    """engine id -> the batch-1 latency rows the catalogue's figures predict to be host-bound."""
+    """engine id -> the batch-1 latency rows the catalogue's figures predict to be host-bound. An engine that
+    carries another's scale (engines.toml host_overhead_scale_from) fits nothing: its rows only test it."""
     groups: dict = defaultdict(list)
     for r in train:
         if r["measure"] in HOST_MEASURES and r["bottleneck"] == "overhead" and r["measured"] > 0:
             e = _engine(r["fields"])
-            if e is not None and e.get("id"):
+            if e is not None and e.get("id") and not e.get("host_overhead_scale_from"):
                 groups[e["id"]].append(r)
     return groups
 
 
+def _borrowers() -> dict:
+    """engine id -> the engine whose fitted host overhead scale it carries."""
+    return {k: v["host_overhead_scale_from"] for k, v in catalog.engines().items() if v.get("host_overhead_scale_from")}
+
+
 def host_overhead_scale(train: list[dict]) -> dict:
     """engine id -> the host overhead scale the training rows' host-bound batch-1 latencies imply: the
-    catalogue's figure times the median of measured / predicted, where MIN_FAMILIES families have rows."""
-    return _fitted(
+    catalogue's figure times the median of measured / predicted, where MIN_FAMILIES families have rows; an
+    engine that carries another's scale gets that engine's fit."""
+    fitted = _fitted(
         {
             engine: _refit(costs.host_overhead_scale(catalog.get("engines", engine)), rows)
             for engine, rows in _host_rows(train).items()
         }
     )
+    return {**fitted, **{k: fitted[v] for k, v in _borrowers().items() if v in fitted}}
 
 
 def _line(what: str, value: float, rows: list[dict]) -> str:
@@ -135,9 +143,9 @@ def describe(train: list[dict]) -> list[str]:
     prefill = _prefill_rows(train)
     for engine, value in sorted(quantized_matmul_efficiency(train).items()):
         lines.append("quantized matmul efficiency, " + _line(engine, value, prefill[engine]))
-    host = _host_rows(train)
+    host, borrowed = _host_rows(train), _borrowers()
     for engine, value in sorted(host_overhead_scale(train).items()):
-        lines.append("host overhead scale, " + _line(engine, value, host[engine]))
+        lines.append("host overhead scale, " + _line(engine, value, host[borrowed.get(engine, engine)]))
     return lines
 
 

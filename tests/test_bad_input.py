@@ -336,6 +336,31 @@ def test_a_wrong_type_inside_a_custom_entry_is_refused(fields, field):
     assert err.value.field == field
 
 
+ENGINE = {"fusion": "eager", "fuses": [], "issue_us": 5.0, "call_us": 1.0, "autocast_us": 0.0, "backward_us": 1.0,
+          "step_us": 10.0, "trains": True}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "per_platform,field",
+    [
+        ({"Apple": 0.7}, "engine.decode_bw_efficiency_on.Apple"),
+        ({"Apple": {"int4": 3.0}}, "engine.decode_bw_efficiency_on.Apple.int4"),
+        ({}, "engine.decode_bw_efficiency_on"),
+    ],
+)
+def test_a_per_platform_decode_figure_must_be_a_table_of_shares(per_platform, field):
+    """An engine's decode efficiency per platform is {platform: {precision: share}}: anything else is refused by
+    name, before an LLM's decode step would look a platform up in it."""
+    engine = {**ENGINE, "decode_bw_efficiency_on": per_platform}
+    with pytest.raises(HwsimError) as err:
+        estimate({"kind": "llm", "gpu": "m2-ultra", "engine": engine, "precision": "int4"}, suggest=False)
+    assert err.value.field == field and ("table" in str(err.value) or "number" in str(err.value))
+    run = {"kind": "llm", "gpu": "m2-ultra", "precision": "int4", "concurrency": 1}
+    slow = estimate({**run, "engine": {**ENGINE, "decode_bw_efficiency_on": {"Apple": {"int4": 0.5}}}}, suggest=False)
+    other = estimate({**run, "engine": {**ENGINE, "decode_bw_efficiency_on": {"AMD": {"int4": 0.5}}}}, suggest=False)
+    assert slow.tokens_per_s_per_stream < 0.7 * other.tokens_per_s_per_stream  # only this device's platform's applies
+
+
 @pytest.mark.parametrize(
     "fields,field",
     [

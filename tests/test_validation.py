@@ -11,6 +11,9 @@ import pytest
 from conftest import ROOT
 
 from jupyter_hwsim import catalog, validation
+from jupyter_hwsim.core import costs
+from jupyter_hwsim.core.scenario import Scenario
+from jupyter_hwsim.kinds import llm
 from jupyter_hwsim.validation import cases, fits
 
 PUBLISHED = ROOT / "jupyter_hwsim" / "data" / "reference" / "published.csv"
@@ -228,12 +231,32 @@ def test_the_catalogue_carries_its_fitted_figures(rows):
         what, rest = line.split(": ", 1)
         value = float(rest.split()[0])
         kind, name = what.split(", ")
+        name, _, on = name.partition(" on ")
         engine, _, precision = name.partition(" ")
         e = catalog.get("engines", engine)
         field = {"decode bandwidth efficiency": "decode_bw_efficiency",
                  "quantized matmul efficiency": "quantized_matmul_efficiency",
                  "host overhead scale": "host_overhead_scale"}[kind]  # fmt: skip
-        carried = e[field][precision] if precision else e[field]
+        figures = e["decode_bw_efficiency_on"][on] if on else e[field]
+        carried = figures[precision] if precision else figures
         assert carried == pytest.approx(value, abs=0.005), line
         checked += 1
-    assert checked >= 6
+    assert checked >= 11
+
+
+def test_decode_kernels_have_a_figure_per_platform_where_their_rows_span_several(rows):
+    """llama.cpp's int4 decode rows come from Apple, NVIDIA and AMD devices, so each platform has its own fitted
+    figure; exllama's all run on NVIDIA, so it has only its format's. A scenario reads its platform's figure and
+    falls back to the format's where its platform has none."""
+    fitted = fits.decode_efficiency(rows)
+    assert {("llama-cpp", "int4", p) for p in ("Apple", "NVIDIA", "AMD")} <= set(fitted)
+    assert ("exllama", "int4") in fitted and not any(k[:2] == ("exllama", "int4") and len(k) == 3 for k in fitted)
+    assert fitted["llama-cpp", "int4", "Apple"] < fitted["llama-cpp", "int4"] < fitted["llama-cpp", "int4", "NVIDIA"]
+
+    def eff(gpu: str, precision: str) -> float:
+        return llm.decode_bw_efficiency(costs.resolve(Scenario(kind="llm", gpu=gpu, engine="llama-cpp",
+                                                               precision=precision)))  # fmt: skip
+
+    on = catalog.get("engines", "llama-cpp")["decode_bw_efficiency_on"]
+    assert eff("m2-ultra", "int4") == on["Apple"]["int4"] and eff("rtx-4090", "int4") == on["NVIDIA"]["int4"]
+    assert eff("mi210", "fp16") == catalog.get("engines", "llama-cpp")["decode_bw_efficiency"]["fp16"]

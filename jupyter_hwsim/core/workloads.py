@@ -814,6 +814,7 @@ _KEYS = {
         "attention": ("name", 0, 0, False),
         "epilogue_fusion": ("bool", 0, 0, False),
         "decode_bw_efficiency": ("nums", 0, 2, True),
+        "decode_bw_efficiency_on": ("tables", 0, 2, True),
         "large_depthwise_bw_efficiency": ("num", 0, 1, True),
         "quantized_matmul": ("name", 0, 0, False),
         "quantized_matmul_efficiency": ("num", 0, 2, True),
@@ -897,6 +898,12 @@ def _check_key(name: str, value, spec) -> None:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise HwsimError(name, value, "a list of texts")
         return
+    if kind == "tables":  # a table of tables of numbers: {platform: {precision: figure}}
+        if not isinstance(value, dict) or not value:
+            raise HwsimError(name, value, "a non-empty table of tables of numbers")
+        for k, v in value.items():
+            _check_key(f"{name}.{k}", v, ("nums", lo, hi, lo_open))
+        return
     if kind in ("nums", "ints"):
         if not isinstance(value, dict if kind == "nums" else (list, tuple)) or not value:
             what = "a non-empty table of numbers" if kind == "nums" else "a non-empty list of integers"
@@ -955,7 +962,8 @@ def _accepts(spec) -> str:
         return "true or false"
     if kind in ("name", "names"):
         return "text" if kind == "name" else "a list of texts"
-    what = {"int": "an integer", "num": "a number", "nums": "a table of numbers", "ints": "a list of integers"}[kind]
+    what = {"int": "an integer", "num": "a number", "nums": "a table of numbers", "ints": "a list of integers",
+            "tables": "a table of tables of numbers"}[kind]  # fmt: skip
     return f"{what} {'>' if lo_open else '>='} {lo:g} and <= {hi:g}"
 
 

@@ -170,8 +170,11 @@ class DecodeCost:
 
 def decode_bw_efficiency(m) -> float:
     """The share of the achievable bandwidth the engine's decode kernels reach reading weights of this format
-    (engines.toml decode_bw_efficiency, by precision; 1.0, the roofline, where the engine gives none)."""
-    return float(m.engine.get("decode_bw_efficiency", {}).get(m.s.precision, 1.0))
+    (engines.toml decode_bw_efficiency, by precision; decode_bw_efficiency_on first where the engine's kernels for
+    this device's platform have their own figure; 1.0, the roofline, where the engine gives none)."""
+    e, precision = m.engine, m.s.precision
+    on = e.get("decode_bw_efficiency_on", {}).get(catalog.maker(m.device), {})
+    return float(on.get(precision, e.get("decode_bw_efficiency", {}).get(precision, 1.0)))
 
 
 def decode_cost(m) -> DecodeCost:

@@ -33,22 +33,39 @@ def _engine(fields: dict) -> dict | None:
     return dict(catalog.get("engines", e)) if isinstance(e, str) else None
 
 
-def _refit(now: float, rows: list[dict]) -> float | None:
-    """The catalogue's figure times the median of measured / predicted over rows, or None where fewer than
-    MIN_FAMILIES source families have rows."""
+def _refit(used, rows: list[dict]) -> float | None:
+    """The median over rows of the catalogue's figure each row was predicted with (`used`: a number, or a function
+    of the row) times its measured / predicted, or None where fewer than MIN_FAMILIES source families have rows."""
     if len({r["family"] for r in rows}) < MIN_FAMILIES:
         return None
-    return now * statistics.median(r["measured"] / r["predicted"] for r in rows)
+    figure = used if callable(used) else lambda r: used
+    return statistics.median(figure(r) * r["measured"] / r["predicted"] for r in rows)
 
 
 def _fitted(figures: dict) -> dict:
     return {k: v for k, v in figures.items() if v is not None}
 
 
+def platform(fields: dict) -> str:
+    """The maker of a case's device: the platform an engine's kernels are written for (Metal on Apple, CUDA on
+    NVIDIA, ROCm or Vulkan on AMD)."""
+    gpu = fields["gpu"]
+    return catalog.maker(catalog.get("gpus", gpu) if isinstance(gpu, str) else gpu)
+
+
+def _decode_used(r: dict) -> float:
+    """The decode bandwidth efficiency the catalogue predicted a row with (kinds/llm.py decode_bw_efficiency)."""
+    e, precision = _engine(r["fields"]), r["fields"].get("precision")
+    on = e.get("decode_bw_efficiency_on", {}).get(platform(r["fields"]), {})
+    return float(on.get(precision, e.get("decode_bw_efficiency", {}).get(precision, 1.0)))
+
+
 def decode_efficiency(train: list[dict]) -> dict:
-    """(engine id, precision) -> the decode bandwidth efficiency the training rows imply: the catalogue's
-    figure times the median of measured / predicted over the group, where MIN_FAMILIES families have rows. Only
-    rows the model finds bandwidth-bound speak of the kernels' bandwidth (a host-bound eager step does not)."""
+    """(engine id, precision) -> the decode bandwidth efficiency the training rows imply, and (engine id,
+    precision, platform) -> the figure of the engine's kernels on one platform where its rows span several; each
+    where MIN_FAMILIES families have rows: the median over the group of the figure a row was predicted with times
+    its measured / predicted. Only rows the model finds bandwidth-bound speak of the kernels' bandwidth (a
+    host-bound eager step does not)."""
     groups: dict = defaultdict(list)
     for r in train:
         if (
@@ -59,15 +76,14 @@ def decode_efficiency(train: list[dict]) -> dict:
         ):
             e = _engine(r["fields"])
             if e is not None:
-                groups[e["id"], r["fields"].get("precision")].append(r)
-    return _fitted(
-        {
-            (engine, precision): _refit(
-                float(catalog.get("engines", engine).get("decode_bw_efficiency", {}).get(precision, 1.0)), rows
-            )
-            for (engine, precision), rows in groups.items()
-        }
-    )
+                key = (e["id"], r["fields"].get("precision"))
+                groups[key].append(r)
+                groups[(*key, platform(r["fields"]))].append(r)
+    platforms = defaultdict(set)  # a platform's own figure only where the engine's rows span several platforms
+    for engine, precision, *on in groups:
+        platforms[engine, precision].update(on)
+    groups = {k: v for k, v in groups.items() if len(k) == 2 or len(platforms[k[:2]]) > 1}
+    return _fitted({key: _refit(_decode_used, rows) for key, rows in groups.items()})
 
 
 def runs_quantized_matmul(fields: dict) -> bool:
@@ -136,10 +152,13 @@ def _line(what: str, value: float, rows: list[dict]) -> str:
 def describe(train: list[dict]) -> list[str]:
     """One line per fitted group: the figure, its rows and source families (for the report and the catalogue)."""
     lines = []
-    for (engine, precision), value in sorted(decode_efficiency(train).items()):
+    for key, value in sorted(decode_efficiency(train).items()):
+        engine, precision, *on = key
         rows = [r for r in train if r["measure"] in DECODE_MEASURES and _engine(r["fields"])["id"] == engine
-                and r["fields"].get("precision") == precision]  # fmt: skip
-        lines.append("decode bandwidth efficiency, " + _line(f"{engine} {precision}", value, rows))
+                and r["fields"].get("precision") == precision and (not on or platform(r["fields"]) == on[0])
+                and r["bottleneck"] == "memory_bw"]  # fmt: skip
+        name = f"{engine} {precision}" + (f" on {on[0]}" if on else "")
+        lines.append("decode bandwidth efficiency, " + _line(name, value, rows))
     prefill = _prefill_rows(train)
     for engine, value in sorted(quantized_matmul_efficiency(train).items()):
         lines.append("quantized matmul efficiency, " + _line(engine, value, prefill[engine]))
@@ -164,11 +183,15 @@ def fit_engines(train: list[dict]):
         e["host_overhead_scale"] = host.get(e.get("id"), 1.0)
         if fields.get("kind") != "llm":
             return {**case, "fields": {**fields, "engine": e}}
-        precision = fields.get("precision")
+        precision, on = fields.get("precision"), platform(fields)
         e["decode_bw_efficiency"] = {
             **e.get("decode_bw_efficiency", {}),
             precision: decode.get((e["id"], precision), 1.0),
         }
+        mine = decode.get((e["id"], precision, on))
+        e.pop("decode_bw_efficiency_on", None)
+        if mine is not None:
+            e["decode_bw_efficiency_on"] = {on: {precision: mine}}
         if e.get("quantized_matmul"):
             e["quantized_matmul_efficiency"] = qmm.get(e["id"], 1.0)
         return {**case, "fields": {**fields, "engine": e}}

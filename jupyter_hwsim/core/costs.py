@@ -257,8 +257,10 @@ def rates(m: Machine) -> Rates:
     matmul = peaks[m.precision]
     if m.engine.get("accumulate") == "fp16":  # a GeForce card runs fp16-accumulate GEMMs at twice the rate
         matmul = dev.get("peak_tflops_acc16", {}).get(m.precision, matmul)
+    # a precision whose own best-shape efficiency is measured (fp8 on Hopper) scales the model shapes' figure by it
+    own = dev.get("compute_efficiency_by_precision", {}).get(m.precision, eff) / eff
     return Rates(
-        matmul * 1e12 * dev.get("gemm_efficiency", eff),
+        matmul * 1e12 * dev.get("gemm_efficiency", eff) * own,
         peaks.get("fp32", min(peaks.values())) * 1e12 * eff,
         dev["memory_bandwidth_gbs"] * 1e9 * dev["memory_efficiency"],
         dev["launch_overhead_us"] * 1e-6,

@@ -192,6 +192,10 @@ def test_mappings_follow_the_tables():
     gptq = cases.case(by["V-exllama-v1-readme-02"])
     assert (gptq["fields"]["precision"], gptq["fields"]["weight_group_size"]) == ("int4", 128)
     assert "reason" in cases.case(by["V-lambda-dlbench-pyt-25"])  # SSD300: not in the catalogue
+    # NGC MXNet 22.10: the harness's runner sets MXNET_ENABLE_CUDA_GRAPHS=1
+    graphed = cases.case(by["V-nvidia-dle-rn50-mxnet-07"])
+    assert graphed["fields"]["engine"]["graphs"] is True and any("CUDA graph" in n for n in graphed["notes"])
+    assert cases.case(by["V-nvidia-dle-rn50-mxnet-12"])["fields"]["engine"] == "mxnet"  # 20.12: one by one
 
 
 def test_bands_are_written_with_their_counts(rows):

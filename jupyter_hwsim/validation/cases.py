@@ -516,6 +516,11 @@ STATIC_KV_CACHE = r"static (preallocated )?KV ?cache"
 # pass (benchmarks/cpp/gptSessionBenchmark.cpp, docs/source/performance.md, v0.5-v0.9); each kernel is then a
 # launch from C++ (ref:B5-09, 3.0 us)
 UNGRAPHED_HARNESS = (r"gptSessionBenchmark", 3.0)
+# NVIDIA's DeepLearningExamples MXNet ResNet-50 runner sets MXNET_ENABLE_CUDA_GRAPHS=1 from its 22.10 release on
+# (MxNet/Classification/RN50v1.5/runner, commit 1bd98ac3, 2022-12-13), so a hybridized net's step is replayed as
+# one CUDA graph (each kernel then costs a graph replay's share, as the cuda-graphs engine's issue_us); its 20.12
+# release did not set it, and MXNet's default is off
+GRAPHED_HARNESS = (r"^nvidia-dle-rn50-mxnet$", r"NGC MXNet 2[2-9]\.")
 
 
 def _changed_engine(entry, **change) -> dict:
@@ -758,6 +763,14 @@ def case(row: dict) -> dict:
     if re.search(UNGRAPHED_HARNESS[0], row.get("settings", "")) and engine_entry.get("graphs"):
         harness("kernels launched one by one: gptSessionBenchmark runs without --enable_cuda_graph", graphs=False,
                 issue_us=UNGRAPHED_HARNESS[1])  # fmt: skip
+    if (
+        re.search(GRAPHED_HARNESS[0], row["source_id"])
+        and re.search(GRAPHED_HARNESS[1], row.get("software_version", ""))
+        and engine_entry
+        and not engine_entry.get("graphs")
+    ):
+        harness("one CUDA graph per step: the harness sets MXNET_ENABLE_CUDA_GRAPHS=1 from its 22.10 release on",
+                graphs=True, issue_us=catalog.get("engines", "cuda-graphs")["issue_us"])  # fmt: skip
     if re.search(HALF_MODEL, row.get("settings", "")) and engine_entry.get("autocast_us"):
         harness("16-bit weights by model.half(): no autocast casts", autocast_us=0.0, autocast_fp32=[])
     if re.search(STATIC_KV_CACHE, row.get("settings", ""), re.I) and engine_entry.get("concat_kv_cache"):

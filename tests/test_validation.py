@@ -83,11 +83,12 @@ def test_without_a_fit_the_loso_error_is_the_plain_error():
 
 def test_the_fit_moves_only_the_rows_it_applies_to(rows):
     """LOSO with the fits changes rows of fitted engines and nothing else: llm rows (decode and quantized matmul
-    efficiencies), PyTorch eager rows (host overhead scale) and TensorFlow rows (which carry PyTorch eager's)."""
+    efficiencies), PyTorch eager rows (host overhead scale) and TensorFlow and MXNet rows (which carry PyTorch
+    eager's)."""
     moved = {r["engine"] for r in rows if r["loso_error"] != r["error"]}
-    assert {"pytorch-eager", "tensorflow"} <= moved
+    assert {"pytorch-eager", "tensorflow", "mxnet"} <= moved
     assert moved <= {"llama.cpp", "exllama", "exllamav2", "mlc-llm", "gpt-fast", "tensorrt-llm", "vllm", "sglang",
-                     "pytorch-eager", "tensorflow"}  # fmt: skip
+                     "pytorch-eager", "tensorflow", "mxnet"}  # fmt: skip
     assert all(r["loso_error"] == r["error"] for r in rows if r["engine"] in ("tensorflow+xla", "torch-compile"))
 
 
@@ -101,7 +102,9 @@ def test_a_borrowed_host_scale_is_its_lenders_fit_and_its_rows_fit_nothing(rows)
     assert scales["tensorflow"] == scales["pytorch-eager"]
     other = fits.host_overhead_scale([r for r in rows if r["family"] != "aitemplate-readmes"])
     assert other["tensorflow"] == other["pytorch-eager"] != scales["pytorch-eager"]  # it follows the lender's fit
-    assert "tensorflow" not in fits._host_rows(rows)
+    assert "tensorflow" not in fits._host_rows(rows) and "mxnet" not in fits._host_rows(rows)
+    graphed = next(r for r in rows if r["case"] == "V-nvidia-dle-rn50-mxnet-07")  # a CUDA graph: nothing to scale
+    assert graphed["loso_error"] == graphed["error"]
     row = next(r for r in cases.published_rows() if r["case_id"] == tf[0]["case"])
     engine = fits.fit_engines(train)(cases.case(row))["fields"]["engine"]
     assert engine["host_overhead_scale"] == scales["pytorch-eager"]

@@ -257,8 +257,8 @@ def rates(m: Machine) -> Rates:
     matmul = peaks[m.precision]
     if m.engine.get("accumulate") == "fp16":  # a GeForce card runs fp16-accumulate GEMMs at twice the rate
         matmul = dev.get("peak_tflops_acc16", {}).get(m.precision, matmul)
-    # a precision whose own best-shape efficiency is measured (fp8 on Hopper) scales the model shapes' figure by it
-    own = dev.get("compute_efficiency_by_precision", {}).get(m.precision, eff) / eff
+    # fp8 matmuls reach a smaller share of their doubled peak than bf16 ones of theirs (devices.toml efficiency_vs_bf16)
+    own = dev.get("efficiency_vs_bf16", {}).get(m.precision, 1.0)
     return Rates(
         matmul * 1e12 * dev.get("gemm_efficiency", eff) * own,
         peaks.get("fp32", min(peaks.values())) * 1e12 * eff,

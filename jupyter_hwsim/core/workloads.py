@@ -788,7 +788,7 @@ _KEYS = {
         "gemm_efficiency": ("num", 0, 1.5, True),
         "parallel_units": ("int", 1, 1e12, False),
         "compute_efficiency": ("num", 0, 1.5, True),  # above 1: a boost clock past the rated peak's
-        "compute_efficiency_by_precision": ("nums", 0, 1.5, True),
+        "efficiency_vs_bf16": ("nums", 0, 1.5, True),
         "memory_efficiency": ("num", 0, 1, True),
         "launch_overhead_us": ("num", 0, 1e6, False),
         "matmul_latency_us": ("num", 0, 1e6, False),

@@ -22,10 +22,10 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 
 import mxnet as mx  # noqa: E402
+from chain import report  # noqa: E402
 from mxnet.gluon import nn  # noqa: E402
 
 CHANNELS = 8
-OPS_PER_BLOCK = 7  # conv, bn, relu, conv, bn, add, relu
 
 
 class Block(nn.HybridBlock):
@@ -61,10 +61,4 @@ def call_us(blocks: int, reps: int = 300) -> float:
 
 if __name__ == "__main__":
     print(f"mxnet {mx.__version__}, hybridized (static_alloc, static_shape), one worker thread")
-    short, long = 4, 36
-    t_short, t_long = call_us(short), call_us(long)
-    per_op = (t_long - t_short) / ((long - short) * OPS_PER_BLOCK)
-    print(f"call, {short} blocks ({short * OPS_PER_BLOCK} ops)    {t_short:8.1f} us")
-    print(f"call, {long} blocks ({long * OPS_PER_BLOCK} ops)  {t_long:8.1f} us")
-    print(f"per operator                      {per_op:8.1f} us")
-    print(f"fixed per call                    {t_short - short * OPS_PER_BLOCK * per_op:8.1f} us")
+    report(call_us, "call", "operator")

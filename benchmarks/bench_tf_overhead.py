@@ -19,12 +19,12 @@ import time
 
 import numpy as np
 import tensorflow as tf
+from chain import SHORT, report
 
 v1 = tf.compat.v1
 v1.disable_eager_execution()
 
 CHANNELS = 8
-NODES_PER_BLOCK = 7  # conv, bn, relu, conv, bn, add, relu
 
 
 def _block(x, i: int):
@@ -119,13 +119,7 @@ def monitored_step_us(blocks: int, steps: int = 300) -> float:
 
 if __name__ == "__main__":
     print(f"tensorflow {tf.__version__} (tf.compat.v1 graph mode), one thread")
-    short, long = 4, 36
-    t_short, t_long = session_run_us(short), session_run_us(long)
-    per_node = (t_long - t_short) / ((long - short) * NODES_PER_BLOCK)
-    print(f"session.run, {short} blocks ({short * NODES_PER_BLOCK} nodes)  {t_short:8.1f} us")
-    print(f"session.run, {long} blocks ({long * NODES_PER_BLOCK} nodes) {t_long:8.1f} us")
-    print(f"per node                                {per_node:8.1f} us")
-    print(f"fixed per session.run                   {t_short - short * NODES_PER_BLOCK * per_node:8.1f} us")
-    bare, hooked = session_run_us(short), monitored_step_us(short)
-    print(f"hook-timed MonitoredSession step, {short} blocks {hooked:8.1f} us (bare run {bare:.1f} us)")
-    print(f"per step beyond a bare run              {hooked - bare:8.1f} us")
+    bare = report(session_run_us, "session.run", "node")
+    hooked = monitored_step_us(SHORT)
+    print(f"hook-timed MonitoredSession step, {SHORT} blocks".ljust(44) + f"{hooked:8.1f} us (bare run {bare:.1f} us)")
+    print("per step beyond a bare run".ljust(44) + f"{hooked - bare:8.1f} us")

@@ -169,12 +169,16 @@ class DecodeCost:
 
 
 def decode_bw_efficiency(m) -> float:
-    """The share of the achievable bandwidth the engine's decode kernels reach reading weights of this format
-    (engines.toml decode_bw_efficiency, by precision; decode_bw_efficiency_on first where the engine's kernels for
-    this device's platform have their own figure; 1.0, the roofline, where the engine gives none)."""
-    e, precision = m.engine, m.s.precision
-    on = e.get("decode_bw_efficiency_on", {}).get(catalog.maker(m.device), {})
-    return float(on.get(precision, e.get("decode_bw_efficiency", {}).get(precision, 1.0)))
+    """The share of the achievable bandwidth the engine's decode kernels reach reading weights of this format on
+    this device (decode_bw_share)."""
+    return decode_bw_share(m.engine, m.s.precision, catalog.maker(m.device))
+
+
+def decode_bw_share(engine: dict, precision: str, platform: str) -> float:
+    """engines.toml decode_bw_efficiency for the weight format, or decode_bw_efficiency_on's figure where the
+    engine's kernels on this platform (the device's maker) have their own; 1.0, the roofline, where it gives none."""
+    on = engine.get("decode_bw_efficiency_on", {}).get(platform, {})
+    return float(on.get(precision, engine.get("decode_bw_efficiency", {}).get(precision, 1.0)))
 
 
 def decode_cost(m) -> DecodeCost:

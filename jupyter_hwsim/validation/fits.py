@@ -15,6 +15,7 @@ from collections import defaultdict
 
 from ..core import catalog, costs
 from ..core.scenario import Scenario
+from ..kinds import llm
 
 MIN_FAMILIES = 2  # a group's figure needs single-stream decode rows from at least this many source families
 DECODE_MEASURES = ("per_stream",)  # one stream decoding: bandwidth-bound, the cleanest view of the kernels
@@ -54,10 +55,8 @@ def platform(fields: dict) -> str:
 
 
 def _decode_used(r: dict) -> float:
-    """The decode bandwidth efficiency the catalogue predicted a row with (kinds/llm.py decode_bw_efficiency)."""
-    e, precision = _engine(r["fields"]), r["fields"].get("precision")
-    on = e.get("decode_bw_efficiency_on", {}).get(platform(r["fields"]), {})
-    return float(on.get(precision, e.get("decode_bw_efficiency", {}).get(precision, 1.0)))
+    """The decode bandwidth efficiency the catalogue predicted a row with."""
+    return llm.decode_bw_share(_engine(r["fields"]), r["fields"].get("precision"), platform(r["fields"]))
 
 
 def decode_efficiency(train: list[dict]) -> dict:

@@ -8,6 +8,8 @@ dependency engine's scheduling, the operator's dispatch and the kernel call. Pri
 two chain lengths, so the fixed cost cancels) and one call's fixed cost (Python's Gluon call into the cached
 graph and the wait for its output). One worker thread; medians.
 
+engines.toml takes these relative to a PyTorch module call measured beside them: run this in alternation with
+benchmarks/bench_framework_overhead.py (a shared VM's speed drifts between hours), as docs/benchmarks.md shows.
 MXNet is not a dependency of jupyter-hwsim (it is retired); install it beside it to run this:
 
     pip install mxnet==1.9.1 "numpy<1.24" && python benchmarks/bench_mxnet_overhead.py

@@ -9,6 +9,8 @@ time per node of the block chain (from two chain lengths, so the fixed cost canc
 MonitoredSession with a timing hook and a step-counter hook, the way Estimator.evaluate/predict steps are timed
 in those tables, against a bare session.run of the same graph. One thread; medians.
 
+engines.toml takes these relative to a PyTorch module call measured beside them: run this in alternation with
+benchmarks/bench_framework_overhead.py (a shared VM's speed drifts between hours), as docs/benchmarks.md shows.
 TensorFlow is not a dependency of jupyter-hwsim; install it beside it to run this:
 
     pip install tensorflow-cpu && python benchmarks/bench_tf_overhead.py

@@ -720,3 +720,14 @@ def test_a_worker_that_outlives_its_budget_is_replaced():
         assert w.submit(time.time() + 30, "estimate", {}, 0, False).result(timeout=60)[0] == 200
     finally:
         w.shutdown()
+
+
+@pytest.mark.parametrize("lender", ["nope", 3])
+def test_a_borrowed_host_scale_must_name_a_catalogue_engine(lender):
+    """A custom engine may carry a catalogue engine's host scale (host_overhead_scale_from); anything else is
+    refused by the field's name, not by the engine's."""
+    with pytest.raises(HwsimError) as err:
+        estimate({"engine": {**ENGINE, "host_overhead_scale_from": lender}, "batch_size": 1}, suggest=False)
+    assert err.value.field == "engine.host_overhead_scale_from" and "pytorch-eager" in str(err.value)
+    borrowed = estimate({"engine": {**ENGINE, "host_overhead_scale_from": "pytorch-eager"}, "batch_size": 1})
+    assert borrowed.throughput < estimate({"engine": ENGINE, "batch_size": 1}).throughput  # its host costs more

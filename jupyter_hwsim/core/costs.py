@@ -544,9 +544,15 @@ def host_overhead_scale(engine: dict) -> float:
     """How much more a kernel issue and an operator call cost in the published runs of this engine than in its
     microbenchmarks (engines.toml host_overhead_scale; 1.0 where none is fitted). Fitted on forward passes, it
     prices every step: forward, training, and an LLM's decode steps (kinds/llm.py), which published eager
-    generate() runs check without being fitted to them (docs/validation.md). A step replayed as a CUDA graph
-    issues no kernel from the host: its per-kernel cost is the replay's, measured on a GPU, and is not scaled."""
-    return 1.0 if engine.get("graphs") else float(engine.get("host_overhead_scale", 1.0))
+    generate() runs check without being fitted to them (docs/validation.md). An engine with host_overhead_scale_from
+    carries that engine's. A step replayed as a CUDA graph issues no kernel from the host: its per-kernel cost is
+    the replay's, measured on a GPU, and is not scaled."""
+    if engine.get("graphs"):
+        return 1.0
+    lender = engine.get("host_overhead_scale_from")
+    if lender:
+        return host_overhead_scale(catalog.get("engines", lender))
+    return float(engine.get("host_overhead_scale", 1.0))
 
 
 AUTOCAST = ("fp16", "bf16")  # 16-bit math in an eager framework runs under autocast (the AMP recipe)

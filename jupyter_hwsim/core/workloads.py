@@ -955,6 +955,9 @@ def check_custom(section: str, entry: dict) -> None:
             raise HwsimError("gpu.host_link", entry["host_link"], "a link from the catalogue or a table of its entry")
     if section == "workloads":
         _check_workload(entry)
+    lender = entry.get("host_overhead_scale_from") if section == "engines" else None
+    if lender is not None and not (isinstance(lender, str) and lender in catalog.engines()):
+        raise HwsimError(f"{field}.host_overhead_scale_from", lender, f"one of {', '.join(catalog.engines())}")
 
 
 def _accepts(spec) -> str:

@@ -179,6 +179,7 @@ def fit_engines(train: list[dict]):
         e = _engine(fields)
         if e is None:
             return case
+        e.pop("host_overhead_scale_from", None)  # this fold's figure, the lender's fit without the predicted family
         e["host_overhead_scale"] = host.get(e.get("id"), 1.0)
         if fields.get("kind") != "llm":
             return {**case, "fields": {**fields, "engine": e}}

@@ -89,6 +89,33 @@ def test_a_host_bound_decode_step_is_named_overhead_whatever_its_gpu_part_holds(
     assert served.bottleneck == "memory_bw"
 
 
+def test_a_mixture_of_experts_decode_reads_the_routed_experts_weights():
+    """A batch-1 decode step of Mixtral-8x7B (top-2 of 8) reads the dense weights and 2 of each layer's 8 experts;
+    at batch b it reads E(1 - (1 - k/E)^b) of them on average, nearly all 8 at batch 16; the memory still holds
+    every expert."""
+    s = Scenario(workload="mixtral-8x7b", gpu="h100", precision="int8", prompt_tokens=16, output_tokens=64, **ONE)
+    m = costs.resolve(s)
+    per_token, _ = workloads.decode_operators(m.workload)
+    experts = [op for op in per_token if op.experts]
+    assert experts and all((op.experts, op.experts_per_token) == (8, 2) for op in experts)
+    dense = sum(op.params for op in per_token if not op.experts)
+    held = sum(op.params for op in experts)
+    wb = costs.weight_bytes(m.s)
+
+    def weights_read(b):
+        return llm.decode_cost(m).bytes_per_step(b, 0.0)  # no cache: the weights and activations
+
+    one = weights_read(1)
+    assert one == pytest.approx((dense + held * 2 / 8) * wb, rel=0.02)
+    for b in (2, 4, 16):
+        expected = (dense + held * (1 - (1 - 2 / 8) ** b)) * wb
+        assert weights_read(b) == pytest.approx(expected, rel=0.02)
+    r = estimate(s, suggest=False)
+    assert r.memory["weights_gb"] * 1e9 >= (dense + held) * wb * 0.99  # every expert is held
+    prompt = workloads.operators(m.workload, 512)
+    assert all(workloads.weight_share(op) > 0.999 for op in prompt if op.experts)  # a prompt touches them all
+
+
 def test_a_cache_grown_by_concatenation_is_copied_whole_every_step():
     """torch.cat (Hugging Face's DynamicCache) reads and writes every cached K and V once more per step: the bytes of
     a step grow by 2 x the cache at the mean context, and nothing else changes."""

@@ -325,7 +325,7 @@ def roofline(
     """(flops, bytes, compute-roof seconds, memory-roof seconds) of one operator pass over b samples."""
     flops = op.flops * b * scale
     act = 0.0 if fused else (op.act_in + op.act_out) * b * ab * scale
-    nbytes = act + op.params * wb * scale
+    nbytes = act + op.params * workloads.weight_share(op, b) * wb * scale
     if op.cls != MATMUL:
         occ = sm_occupancy(op, b, r.units, r.tile) if occupancy else 1.0
         return flops, nbytes, flops / (r.vector * occ), nbytes / r.bw

@@ -51,6 +51,8 @@ class Op:
     window: int = 0  # a convolution's kernel side (k of a k x k window; the longest side); 0 for other operators
     scores_out: float = 0.0  # elements of an attention's score matrix this matmul writes (a fused attention: none)
     scores_in: float = 0.0  # elements of an attention's score matrix this matmul reads (a fused attention: none)
+    experts: int = 0  # a mixture-of-experts operator: the experts whose weights it holds (0: a dense operator)
+    experts_per_token: int = 0  # ... and how many of them each token is routed to
 
     @property
     def tensor_core_conv(self) -> bool:
@@ -270,7 +272,28 @@ def _head_dims(w: dict) -> tuple[int, int]:
 def _experts(op: Op, w: dict) -> Op:
     """A mixture-of-experts operator: each token runs experts_per_token experts; every expert's weights are held."""
     k, e = w["experts_per_token"], w["experts"]
-    return Op(op.name, op.cls, op.flops * k, op.act_in * k, op.act_out * k, op.params * e, op.rows * k, op.cols)
+    return dataclasses.replace(
+        op,
+        flops=op.flops * k,
+        act_in=op.act_in * k,
+        act_out=op.act_out * k,
+        params=op.params * e,
+        rows=op.rows * k,
+        experts=e,
+        experts_per_token=k,
+    )
+
+
+def weight_share(op: Op, batch: float = 1.0) -> float:
+    """The share of an operator's weights one pass over `batch` samples reads: all of a dense operator's; of a
+    mixture-of-experts operator's, the experts its tokens are routed to. With n tokens each routed to k of E
+    experts, uniformly and independently (an assumption: trained routers are balanced by their auxiliary loss,
+    not exactly), E(1 - (1 - k/E)^n) experts are touched on average: k at one token, as a batch-1 decode step
+    reads, and nearly all of them over a prompt."""
+    if not op.experts:
+        return 1.0
+    tokens = op.rows / op.experts_per_token * batch
+    return 1.0 - (1.0 - op.experts_per_token / op.experts) ** tokens
 
 
 def _transformer_layers(w: dict, s: int, masked: bool = True) -> list[Op]:

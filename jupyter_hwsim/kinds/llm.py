@@ -1,5 +1,5 @@
-"""LLM generation (kind="llm"): prefill, decode steps that read every weight and the KV cache, static and
-continuous batching.
+"""LLM generation (kind="llm"): prefill, decode steps that read the weights (a mixture of experts: the routed
+experts) and the KV cache, static and continuous batching.
 
 A decode step of B sequences holding C cached tokens in all costs
   linear(B) + C x attention-per-cached-token + launch gaps

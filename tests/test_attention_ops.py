@@ -62,6 +62,23 @@ def test_a_fused_attention_keeps_its_scores_on_chip():
     assert fused.flops == pytest.approx(naive.flops, rel=0.01)  # the same math
 
 
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm", "mlc-llm"])
+def test_serving_engines_prefill_with_a_fused_attention(engine):
+    """FlashAttention (vLLM), FlashInfer (SGLang), TensorRT-LLM's context FMHA and MLC's generated attention keep a
+    prompt's scores on chip: a 2048-token prefill moves no seq x seq matrix, where the same engine with a naive
+    attention (its softmax fused) writes it from one matmul and reads it into the next."""
+    entry = {k: v for k, v in catalog.get("engines", engine).items() if k not in ("id", "aliases", "sources")}
+
+    def prefill(engine):
+        s = Scenario(kind="llm", gpu="h100-sxm", workload="llama-2-7b", precision="fp16", engine=engine)
+        return costs.step_cost(costs.resolve(s.replace(prompt_tokens=2048)), batch=1, seq=2048)
+
+    scores = 32 * 32 * 2048 * 2048 * 2  # layers x heads x seq x seq, 2-byte values
+    fused, naive = prefill(engine), prefill({**entry, "attention": "naive"})
+    assert naive.hbm_bytes - fused.hbm_bytes == pytest.approx(2 * scores, rel=0.01)
+    assert fused.flops == pytest.approx(naive.flops, rel=0.01)
+
+
 def test_llama_cpp_softmax_takes_the_mask():
     m = costs.resolve(Scenario(kind="llm", gpu="rtx-4090", workload="llama-2-7b", engine="llama.cpp"))
     assert "mask" in costs.fused_classes(m)

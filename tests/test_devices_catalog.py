@@ -136,5 +136,10 @@ def test_fp8_matmuls_reach_a_smaller_share_of_their_peak_than_bf16_ones():
     h100 = catalog.get("gpus", "h100-sxm")
     assert matmul("h100-sxm", "bf16") == pytest.approx(989e12 * h100["gemm_efficiency"])
     assert matmul("h100-sxm", "fp8") / matmul("h100-sxm", "bf16") == pytest.approx(2 * 0.709 / 0.803, rel=1e-3)
-    peaks = catalog.get("gpus", "l40s")["peak_tflops"]  # no fp8 figure there: the peaks' ratio
-    assert matmul("l40s", "fp8") / matmul("l40s", "bf16") == pytest.approx(peaks["fp8"] / peaks["bf16"], rel=1e-3)
+    peaks = catalog.get("gpus", "l40s")["peak_tflops"]  # from TensorRT-LLM's measured GEMMs (ref:C-35, ref:C-34)
+    share = 0.555 / 0.618
+    assert matmul("l40s", "fp8") / matmul("l40s", "bf16") == pytest.approx(
+        peaks["fp8"] / peaks["bf16"] * share, rel=1e-3
+    )
+    peaks = catalog.get("gpus", "l4")["peak_tflops"]  # no fp8 figure there: the peaks' ratio
+    assert matmul("l4", "fp8") / matmul("l4", "bf16") == pytest.approx(peaks["fp8"] / peaks["bf16"], rel=1e-3)

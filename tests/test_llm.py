@@ -116,6 +116,23 @@ def test_a_mixture_of_experts_decode_reads_the_routed_experts_weights():
     assert all(workloads.weight_share(op) > 0.999 for op in prompt if op.experts)  # a prompt touches them all
 
 
+def test_a_serving_engine_prefill_scores_the_vocabulary_at_the_last_position_only():
+    """vLLM samples the first token from the prompt's last position and computes no other position's logits
+    (engines.toml prefill_logits = last): its prefill does one row of the head, where a plain forward does every
+    prompt position's, and it holds no row of scores per prompt token; the rest of the prefill is the same."""
+    s = Scenario(workload="llama-3.1-8b", gpu="h100", precision="bf16", engine="vllm", prompt_tokens=8192, **ONE)
+    entry = {k: v for k, v in costs.resolve(s).engine.items() if k not in ("id", "origin", "sources")}
+    assert entry["prefill_logits"] == "last"
+    last = costs.resolve(s)
+    every = costs.resolve(s.replace(engine={**entry, "prefill_logits": "all"}))
+    head = next(op for op in workloads.operators(last.workload, 8192) if op.logits)
+    assert head.rows == 8192 and head.flops == 2.0 * 8192 * 4096 * 128256
+    assert llm.prefill(every, 1).flops - llm.prefill(last, 1).flops == pytest.approx(head.flops * 8191 / 8192)
+    assert llm.memory(last)["activations_gb"] < llm.memory(every)["activations_gb"]
+    # a decode step scores one position either way
+    assert llm.decode_cost(last).linear(1) == llm.decode_cost(every).linear(1)
+
+
 def test_a_cache_grown_by_concatenation_is_copied_whole_every_step():
     """torch.cat (Hugging Face's DynamicCache) reads and writes every cached K and V once more per step: the bytes of
     a step grow by 2 x the cache at the mean context, and nothing else changes."""

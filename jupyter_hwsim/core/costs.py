@@ -96,6 +96,7 @@ class Machine:
     preprocess_ms: float
     input_bytes: float
     device_bytes: float
+    last_logits: bool = False  # a generation engine's prefill scores the vocabulary at the last position only
 
 
 def _entry(section, value):
@@ -364,6 +365,7 @@ def step_cost(m: Machine, batch: int | None = None, seq: int | None = None) -> S
             s.cpu_speed,
             s.weight_group_size,
             s.channels_last,
+            m.last_logits,
         )
         hit = _STEP_CACHE.get(key)
         if hit is not None:
@@ -374,6 +376,14 @@ def step_cost(m: Machine, batch: int | None = None, seq: int | None = None) -> S
             _STEP_CACHE.clear()
         _STEP_CACHE[key] = c
     return c
+
+
+def last_row(op):
+    """A language model's head over its last position only: what a generation engine's prefill computes, which
+    samples the next token from the last position's scores (engines.toml prefill_logits)."""
+    return dataclasses.replace(
+        op, flops=op.flops / op.rows, act_in=op.act_in / op.rows, act_out=op.act_out / op.rows, rows=1.0
+    )
 
 
 def fused_classes(m: Machine) -> frozenset:
@@ -438,7 +448,8 @@ def _build_step_cost(m: Machine) -> StepCost:
     backward = [("bwd", BACKWARD_FLOPS_FACTOR, BACKWARD_MATMUL_KERNELS)]
     passes = [("fwd", 1.0, 1)] + (backward if training and not measured else [])
     flash = fused_attention(m)
-    present = [op for op in workloads.operators(m.workload, m.seq) if training or not op.training]
+    present = [last_row(op) if m.last_logits and op.logits else op
+               for op in workloads.operators(m.workload, m.seq) if training or not op.training]  # fmt: skip
     stranded = stranded_between_matmuls(m, present, fused)
     for i, op in enumerate(present):
         if flash and (op.scores_out or op.scores_in):  # the scores stay on chip; one kernel for the attention

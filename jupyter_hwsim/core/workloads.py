@@ -53,6 +53,7 @@ class Op:
     scores_in: float = 0.0  # elements of an attention's score matrix this matmul reads (a fused attention: none)
     experts: int = 0  # a mixture-of-experts operator: the experts whose weights it holds (0: a dense operator)
     experts_per_token: int = 0  # ... and how many of them each token is routed to
+    logits: bool = False  # a language model's head: a row of vocabulary scores per position (costs.last_logits)
 
     @property
     def tensor_core_conv(self) -> bool:
@@ -263,6 +264,11 @@ def _linear(name, s, k, n):
     return Op(name, "matmul", 2.0 * s * k * n, s * k, s * n, k * n, s, n)
 
 
+def _head(s: int, h: int, vocab: int) -> Op:
+    """A language model's head over s positions: a row of vocabulary scores per position."""
+    return dataclasses.replace(_linear("lm_head", s, h, vocab), logits=True)
+
+
 def _head_dims(w: dict) -> tuple[int, int]:
     """(head_dim, heads x head_dim): hidden // heads unless the entry names its head_dim."""
     d = w.get("head_dim") or w["hidden"] // w["heads"]
@@ -383,7 +389,7 @@ def _transformer(w: dict, s: int) -> list[Op]:
         emb,
         *_transformer_layers(w, s),
         _pointwise("ln_f", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
-        _linear("lm_head", s, h, vocab),
+        _head(s, h, vocab),
     ]
     return ops
 
@@ -472,7 +478,7 @@ def _encoder_decoder(w: dict, s: int) -> list[Op]:
     return [  # tied, the head holds the one token table (as _transformer counts it); untied, its own matrix
         *ops,
         _pointwise("ln_f", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
-        _linear("lm_head", s, h, vocab),
+        _head(s, h, vocab),
     ]
 
 
@@ -586,7 +592,7 @@ def _decode_operators(w: dict) -> tuple[list[Op], list[Op]]:
             Op(f"{p}.attn.softmax", "softmax", SOFTMAX_FLOPS_PER_ELEMENT * heads, heads, heads, 0, heads, 1),
             Op(f"{p}.attn.context", "matmul", 2.0 * q, kvd + heads, 0, 0, 1, d, heads),
         ]
-    per_token += [_pointwise("ln_f", "norm", h, flops_per=NORM_FLOPS_PER_ELEMENT), _linear("lm_head", 1, h, w["vocab"])]
+    per_token += [_pointwise("ln_f", "norm", h, flops_per=NORM_FLOPS_PER_ELEMENT), _head(1, h, w["vocab"])]
     return per_token, per_ctx
 
 
@@ -845,6 +851,7 @@ _KEYS = {
         "quantized_matmul_platforms": ("names", 0, 0, False),
         "host_overhead_scale": ("num", 0, 100, True),
         "concat_kv_cache": ("bool", 0, 0, False),
+        "prefill_logits": ("name", 0, 0, False),
     },
     "workloads": {
         "default_batch_size": ("int", 1, 65536, False),

@@ -199,7 +199,17 @@ def prefill(m, b: int):
     """StepCost of prefilling b prompts together (one forward over prompt_tokens each; an encoder-decoder's encoder
     pass over the source and its decoder over the first token: workloads.generation_prefill)."""
     w, seq = workloads.generation_prefill(m.workload, m.s.prompt_tokens)
-    return costs.step_cost(m if w is m.workload else dataclasses.replace(m, workload=w), batch=b, seq=seq)
+    last = last_logits(m)
+    if w is not m.workload or last != m.last_logits:
+        m = dataclasses.replace(m, workload=w, last_logits=last)
+    return costs.step_cost(m, batch=b, seq=seq)
+
+
+def last_logits(m) -> bool:
+    """Whether the engine's prefill scores the vocabulary at each prompt's last position only (engines.toml
+    prefill_logits), as a serving engine does to sample the first token, where a model's plain forward scores
+    every position."""
+    return m.engine.get("prefill_logits") == "last"
 
 
 def mean_context(m) -> float:
@@ -225,7 +235,10 @@ def memory(m) -> dict:
         act = costs.INFERENCE_ACTIVATION_FACTOR * costs.op_sums(workloads.operators(pw, pseq))["max_io"] * seqs
     else:
         tokens = min(m.batch * s.prompt_tokens, max(PREFILL_CHUNK_TOKENS, s.prompt_tokens))
-        act = costs.INFERENCE_ACTIVATION_FACTOR * costs.op_sums(workloads.operators(w, 1))["max_io"] * tokens
+        ops = workloads.operators(w, 1)
+        # the largest operator per prompt token: a head that scores the last position only holds no row per token
+        io = max(o.act_in + o.act_out for o in ops if not o.logits) if last_logits(m) else costs.op_sums(ops)["max_io"]
+        act = costs.INFERENCE_ACTIVATION_FACTOR * io * tokens
     act *= costs.activation_bytes(s.precision, generates=True)
     out = {
         "weights_gb": p * costs.weight_bytes(s) / 1e9,

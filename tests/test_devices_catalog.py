@@ -137,9 +137,38 @@ def test_fp8_matmuls_reach_a_smaller_share_of_their_peak_than_bf16_ones():
     assert matmul("h100-sxm", "bf16") == pytest.approx(989e12 * h100["gemm_efficiency"])
     assert matmul("h100-sxm", "fp8") / matmul("h100-sxm", "bf16") == pytest.approx(2 * 0.709 / 0.803, rel=1e-3)
     peaks = catalog.get("gpus", "l40s")["peak_tflops"]  # from TensorRT-LLM's measured GEMMs (ref:C-35, ref:C-34)
-    share = 0.555 / 0.618
+    share = 0.551 / 0.636
     assert matmul("l40s", "fp8") / matmul("l40s", "bf16") == pytest.approx(
         peaks["fp8"] / peaks["bf16"] * share, rel=1e-3
     )
     peaks = catalog.get("gpus", "l4")["peak_tflops"]  # no fp8 figure there: the peaks' ratio
     assert matmul("l4", "fp8") / matmul("l4", "bf16") == pytest.approx(peaks["fp8"] / peaks["bf16"], rel=1e-3)
+
+
+AIC_TABLE = Path(catalog.__file__).resolve().parents[1] / "data" / "reference" / "aic_gemm_table.csv"
+
+
+def _aic_shares(gpu: str, peaks: dict) -> tuple[float, float]:
+    """(bf16, fp8 GEMM alone) share of the dense peaks over a GPU's rows of TensorRT-LLM's measured GEMMs."""
+    with AIC_TABLE.open() as f:
+        rows = [r for r in csv.DictReader(f) if r["gpu"] == gpu]
+    assert rows
+    flops = sum(2.0 * int(r["m"]) * int(r["n"]) * int(r["k"]) for r in rows)
+    bf16_s = sum(float(r["bf16_us"]) for r in rows) * 1e-6
+    fp8_s = sum(float(r[k]) * s for r in rows for k, s in
+                (("fp8_us", 1), ("fp8_compute_scale_us", -1), ("fp8_scale_matrix_us", -1))) * 1e-6  # fmt: skip
+    return flops / bf16_s / (peaks["bf16"] * 1e12), flops / fp8_s / (peaks["fp8"] * 1e12)
+
+
+def test_the_l40s_fp8_share_comes_from_tensorrt_llms_measured_gemms():
+    """The L40S's efficiency_vs_bf16 is its fp8 GEMMs' share of peak over its bf16 ones' in AIConfigurator's table of
+    TensorRT-LLM's measured GEMMs (ref:C-34, ref:C-35); the same table's H100 and H200 rows agree with those chips'
+    figures from another matmul sweep within 5%."""
+    l40s = catalog.get("gpus", "l40s")
+    bf16, fp8 = _aic_shares("l40s", l40s["peak_tflops"])
+    assert (round(bf16, 3), round(fp8, 3)) == (0.636, 0.551)
+    assert l40s["efficiency_vs_bf16"]["fp8"] == pytest.approx(fp8 / bf16, abs=5e-4)
+    for gpu, entry in (("h100_sxm", "h100-sxm"), ("h200_sxm", "h200")):
+        d = catalog.get("gpus", entry)
+        bf16, fp8 = _aic_shares(gpu, d["peak_tflops"])
+        assert fp8 / bf16 == pytest.approx(d["efficiency_vs_bf16"]["fp8"], rel=0.05)

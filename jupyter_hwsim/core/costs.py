@@ -622,7 +622,7 @@ UNSAVED_CLASSES = ("elementwise", "mask")
 
 def op_sums(ops: tuple, fused: frozenset = frozenset()) -> dict:
     """Sums over an operator list that every run needs: parameters, tensors that hold some, the largest input plus
-    output of one operator, and the activations training saves for backward (fused operators and UNSAVED_CLASSES
+    output of one operator (and of one that scores no vocabulary), and the activations training saves for backward (fused operators and UNSAVED_CLASSES
     save none). Memoized on the list itself (the catalogue builds each list once and shares it), so the
     suggestion search's many runs sum it once."""
     key = (id(ops), fused)
@@ -633,6 +633,7 @@ def op_sums(ops: tuple, fused: frozenset = frozenset()) -> dict:
         "params": sum(op.params for op in ops),
         "tensors": sum(1 for op in ops if op.params),
         "max_io": max(op.act_in + op.act_out for op in ops),
+        "max_io_unscored": max(op.act_in + op.act_out for op in ops if not op.logits),  # without the vocab scores
         "saved": sum(op.act_out for op in ops if op.cls not in fused and op.cls not in UNSAVED_CLASSES),
     }
     if len(_SUMS) >= 64:  # custom workloads build a new list per run: keep only a few

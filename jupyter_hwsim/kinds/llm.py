@@ -235,9 +235,8 @@ def memory(m) -> dict:
         act = costs.INFERENCE_ACTIVATION_FACTOR * costs.op_sums(workloads.operators(pw, pseq))["max_io"] * seqs
     else:
         tokens = min(m.batch * s.prompt_tokens, max(PREFILL_CHUNK_TOKENS, s.prompt_tokens))
-        ops = workloads.operators(w, 1)
         # the largest operator per prompt token: a head that scores the last position only holds no row per token
-        io = max(o.act_in + o.act_out for o in ops if not o.logits) if last_logits(m) else costs.op_sums(ops)["max_io"]
+        io = costs.op_sums(workloads.operators(w, 1))["max_io_unscored" if last_logits(m) else "max_io"]
         act = costs.INFERENCE_ACTIVATION_FACTOR * io * tokens
     act *= costs.activation_bytes(s.precision, generates=True)
     out = {

@@ -244,6 +244,7 @@ class Rates:
     weight_matmul: float = 0.0  # FLOP/s of a matmul with weights where the engine runs it otherwise (0: matmul)
     # the share of the bandwidth a depthwise convolution of LARGE_DEPTHWISE_WINDOW or more reaches
     large_depthwise_bw_efficiency: float = 1.0
+    decode_attention_fixed_s: float = 0.0  # one decode-attention call's fixed time, however little it reads
 
 
 # cuDNN (8.2 and later) and PyTorch's native depthwise kernels specialise 3x3 and 5x5 windows (pytorch/pytorch PR
@@ -267,9 +268,10 @@ def rates(m: Machine) -> Rates:
         dev["launch_overhead_us"] * 1e-6,
         dev["parallel_units"],
         dev["tile"],
-        _matmul_latency_us(dev) * 1e-6,
+        _device_figure(dev, "matmul_latency_us") * 1e-6,
         quantized_matmul_tflops(m) * 1e12 * eff,
         float(m.engine.get("large_depthwise_bw_efficiency", 1.0)),
+        _device_figure(dev, "decode_attention_latency_us") * 1e-6,
     )
 
 
@@ -287,11 +289,11 @@ def quantized_matmul_tflops(m: Machine) -> float:
     return float(m.device["peak_tflops"][rate]) * float(e.get("quantized_matmul_efficiency", 1.0))
 
 
-def _matmul_latency_us(dev: dict) -> float:
-    """The device's matmul fixed time; a custom device without one takes the catalogue's default (built-in
-    entries carry it already)."""
-    value = dev.get("matmul_latency_us")
-    return float(catalog.defaults("gpus")["matmul_latency_us"] if value is None else value)
+def _device_figure(dev: dict, key: str) -> float:
+    """A device's figure for `key` (matmul_latency_us, decode_attention_latency_us); a custom device without one
+    takes the catalogue's default (built-in entries carry it already)."""
+    value = dev.get(key)
+    return float(catalog.defaults("gpus")[key] if value is None else value)
 
 
 # A tensor-core matmul pays part of both roofs where they are close: its weight stream and its MMAs overlap

@@ -821,6 +821,7 @@ _KEYS = {
         "memory_efficiency": ("num", 0, 1, True),
         "launch_overhead_us": ("num", 0, 1e6, False),
         "matmul_latency_us": ("num", 0, 1e6, False),
+        "decode_attention_latency_us": ("num", 0, 1e6, False),
         "tile": ("int", 1, 65536, False),
         "workspace_gb": ("num", 0, 1e12, False),
         "host_threads": ("int", 1, 4096, False),

@@ -53,6 +53,7 @@ class DecodeCost:
     ctx_flops: float = 0.0
     ctx_bytes: float = 0.0
     ctx_kernels: int = 0
+    attention_fixed_s: float = 0.0  # per step: its attention calls' fixed time (decode_attention_latency_us)
     _lin: dict = field(default_factory=dict)
 
     def __post_init__(self):
@@ -78,6 +79,8 @@ class DecodeCost:
             self.ctx_flops += op.flops
             self.ctx_bytes += nbytes
             self.ctx_kernels += op.kernels  # an encoder-decoder's: a self- and a cross-attention kernel
+            if op.name.endswith("scores"):  # an attention call per layer (an encoder-decoder's two: kernels=2)
+                self.attention_fixed_s += op.kernels * self.r.decode_attention_fixed_s
 
     def linear(self, b: int) -> tuple[float, float, float, float, int]:
         """(compute_s, memory_s, flops, bytes, kernels) of the per-token operators at batch b."""
@@ -117,7 +120,7 @@ class DecodeCost:
         ctx = np.asarray(ctx, dtype=float)
         kernels = k + self.ctx_kernels
         compute = cs + ctx * self.ctx_compute_s
-        memory = ms + ctx * self.ctx_memory_s
+        memory = ms + ctx * self.ctx_memory_s + self.attention_fixed_s
         launch = kernels * self.r.launch_s
         kernel = compute + memory + launch
         issue = kernels * self.issue_s + self.step_host_s
@@ -149,7 +152,7 @@ class DecodeCost:
                     "occupancy": costs.sm_occupancy(op, b, self.r.units, self.r.tile),
                 }
             )
-        t_c, t_m = ctx * self.ctx_compute_s, ctx * self.ctx_memory_s
+        t_c, t_m = ctx * self.ctx_compute_s, ctx * self.ctx_memory_s + self.attention_fixed_s
         out.append(
             {
                 "name": "attention",

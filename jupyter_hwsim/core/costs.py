@@ -624,9 +624,9 @@ UNSAVED_CLASSES = ("elementwise", "mask")
 
 def op_sums(ops: tuple, fused: frozenset = frozenset()) -> dict:
     """Sums over an operator list that every run needs: parameters, tensors that hold some, the largest input plus
-    output of one operator (and of one that scores no vocabulary), and the activations training saves for backward (fused operators and UNSAVED_CLASSES
-    save none). Memoized on the list itself (the catalogue builds each list once and shares it), so the
-    suggestion search's many runs sum it once."""
+    output of one operator (and of one that scores no vocabulary), and the activations training saves for
+    backward (fused operators and UNSAVED_CLASSES save none). Memoized on the list itself (the catalogue builds
+    each list once and shares it), so the suggestion search's many runs sum it once."""
     key = (id(ops), fused)
     hit = _SUMS.get(key)
     if hit is not None and hit[0] is ops:

@@ -53,7 +53,7 @@ class Op:
     scores_in: float = 0.0  # elements of an attention's score matrix this matmul reads (a fused attention: none)
     experts: int = 0  # a mixture-of-experts operator: the experts whose weights it holds (0: a dense operator)
     experts_per_token: int = 0  # ... and how many of them each token is routed to
-    logits: bool = False  # a language model's head: a row of vocabulary scores per position (costs.last_logits)
+    logits: bool = False  # a language model's head: a row of vocabulary scores per position (costs.last_row)
 
     @property
     def tensor_core_conv(self) -> bool:

@@ -731,3 +731,19 @@ def test_a_borrowed_host_scale_must_name_a_catalogue_engine(lender):
     assert err.value.field == "engine.host_overhead_scale_from" and "pytorch-eager" in str(err.value)
     borrowed = estimate({"engine": {**ENGINE, "host_overhead_scale_from": "pytorch-eager"}, "batch_size": 1})
     assert borrowed.throughput < estimate({"engine": ENGINE, "batch_size": 1}).throughput  # its host costs more
+
+
+@pytest.mark.parametrize(
+    "key,value,accepted",
+    [("attention", "flash", "naive or fused"), ("prefill_logits", "first", "all or last"),
+     ("accumulate", "fp8", "fp32 or fp16"), ("conv_layout", "NHWC", "nchw or nhwc")],
+)  # fmt: skip
+def test_an_engine_word_outside_its_few_is_refused_not_ignored(key, value, accepted):
+    """attention, prefill_logits, accumulate and conv_layout each take one of two words; any other used to fall back
+    to the default without a word. Now the field, the value and the two words are named, and nothing runs."""
+    with pytest.raises(HwsimError) as err:
+        estimate({"engine": {**ENGINE, key: value}, "batch_size": 1}, suggest=False)
+    assert err.value.field == f"engine.{key}" and repr(value) in str(err.value) and accepted in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
+    good = accepted.split(" or ")[0]
+    assert estimate({"engine": {**ENGINE, key: good}, "batch_size": 1}, suggest=False).throughput > 0

@@ -905,6 +905,13 @@ _KEYS = {
         "context_dim": ("int", 1, 1 << 20, False),
     },
 }
+# engine keys whose text is one of a few words: anything else would fall back to the default without a word
+_ENGINE_CHOICES = {
+    "attention": ("naive", "fused"),
+    "prefill_logits": ("all", "last"),
+    "accumulate": ("fp32", "fp16"),
+    "conv_layout": ("nchw", "nhwc"),
+}
 _BUILDERS_GPU = ("memory_gb", "memory_bandwidth_gbs", "peak_tflops", "parallel_units", "compute_efficiency",
                  "memory_efficiency", "launch_overhead_us", "tile", "workspace_gb")  # fmt: skip
 _SECTION_FIELD = {
@@ -986,6 +993,9 @@ def check_custom(section: str, entry: dict) -> None:
             raise HwsimError("gpu.host_link", entry["host_link"], "a link from the catalogue or a table of its entry")
     if section == "workloads":
         _check_workload(entry)
+    for key, accepted in _ENGINE_CHOICES.items() if section == "engines" else ():
+        if key in entry and entry[key] not in accepted:
+            raise HwsimError(f"{field}.{key}", entry[key], " or ".join(accepted))
     lender = entry.get("host_overhead_scale_from") if section == "engines" else None
     if lender is not None and not (isinstance(lender, str) and lender in catalog.engines()):
         raise HwsimError(f"{field}.host_overhead_scale_from", lender, f"one of {', '.join(catalog.engines())}")

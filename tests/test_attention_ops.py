@@ -1,6 +1,8 @@
 """The passes a naive attention and a training step make beyond the matmuls: the scores' scale and mask, dropout
 (training only) and batch normalization in training, each present or fused away as the engine and the step say."""
 
+import dataclasses
+
 import pytest
 
 from jupyter_hwsim import Scenario
@@ -148,3 +150,30 @@ def test_a_compiled_graph_cannot_fuse_into_library_calls():
     present = list(workloads.operators(m.workload, m.seq))
     names = [present[i].name for i in costs.stranded_between_matmuls(m, present, costs.fused_classes(m))]
     assert "stage1.0.act" in names and "stage1.0.add" in names and "stage1.0.layer_scale" not in names
+
+
+def test_an_embedding_lookup_reads_its_tokens_rows_and_its_backward_writes_the_table(monkeypatch):
+    """A forward pass gathers one row of the token table per token; it does not read the table (BERT-large: 31.7 M
+    values, of which 8 x 128 tokens read 1.0 M). Training's backward writes the whole table's dense gradient: had
+    it touched only the rows, the step would move (table - rows) x its backward factor x 2 bytes less."""
+    w = workloads.resolve("bert-large")
+    emb = next(op for op in workloads.operators(w, 128) if op.gather)
+    rows = 8 * 128 * 1024
+    assert emb.params > 30e6 and emb.act_out == 128 * 1024
+    assert workloads.weight_share(emb, 8) == pytest.approx(rows / emb.params)
+    infer = _ops(kind="inference", workload="bert-large", precision="fp16", batch_size=8, seq_len=128)
+    # its output written and its rows read, 2 bytes each (the token ids are counted as 2-byte values too)
+    assert infer["embedding"] == pytest.approx(2 * (8 * 128 + 2 * rows), rel=1e-6)
+    s = Scenario(kind="training", workload="bert-large", precision="fp16", batch_size=8, seq_len=128, gpu="a100")
+
+    def step_bytes():
+        costs._STEP_CACHE.clear()
+        return costs.step_cost(costs.resolve(s)).hbm_bytes
+
+    dense = step_bytes()
+    share = workloads.weight_share
+    monkeypatch.setattr(workloads, "weight_share", lambda op, b=1.0: share(dataclasses.replace(op, gather=True), b)
+                        if op.name == "embedding" else share(op, b))  # fmt: skip
+    rows_only = step_bytes()
+    costs._STEP_CACHE.clear()
+    assert dense - rows_only == pytest.approx(costs.BACKWARD_FLOPS_FACTOR * (emb.params - rows) * 2, rel=1e-6)

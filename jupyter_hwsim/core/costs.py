@@ -459,8 +459,10 @@ def _build_step_cost(m: Machine) -> StepCost:
                                      kernels=0 if op.scores_in else op.kernels)  # fmt: skip
         is_fused = op.cls in fused and i not in stranded
         for tag, scale, n_mm in passes:
+            # an embedding's backward writes the whole table's gradient (a dense one), where its forward reads rows
+            pass_op = dataclasses.replace(op, gather=False) if op.gather and tag == "bwd" else op
             flops, nbytes, t_c, t_m = roofline(
-                op, b, r, wb, ab, is_fused, scale, occupancy=not measured
+                pass_op, b, r, wb, ab, is_fused, scale, occupancy=not measured
             )  # a recorded step has no shapes
             if training and op.cls == "batchnorm" and not is_fused:
                 extra = op.act_in * b * ab * scale  # batch statistics: one more pass over the input

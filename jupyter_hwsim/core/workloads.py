@@ -54,6 +54,7 @@ class Op:
     experts: int = 0  # a mixture-of-experts operator: the experts whose weights it holds (0: a dense operator)
     experts_per_token: int = 0  # ... and how many of them each token is routed to
     logits: bool = False  # a language model's head: a row of vocabulary scores per position (costs.last_row)
+    gather: bool = False  # an embedding lookup: a pass reads the rows of its tokens, not the whole table
 
     @property
     def tensor_core_conv(self) -> bool:
@@ -291,11 +292,13 @@ def _experts(op: Op, w: dict) -> Op:
 
 
 def weight_share(op: Op, batch: float = 1.0) -> float:
-    """The share of an operator's weights one pass over `batch` samples reads: all of a dense operator's; of a
-    mixture-of-experts operator's, the experts its tokens are routed to. With n tokens each routed to k of E
+    """The share of an operator's weights one pass over `batch` samples reads: all of a dense operator's; of an
+    embedding lookup's, its tokens' rows; of a mixture-of-experts operator's, the experts its tokens are routed to. With n tokens each routed to k of E
     experts, uniformly and independently (an assumption: trained routers are balanced by their auxiliary loss,
     not exactly), E(1 - (1 - k/E)^n) experts are touched on average: k at one token, as a batch-1 decode step
     reads, and nearly all of them over a prompt."""
+    if op.gather:  # an embedding lookup reads its tokens' rows (act_out values per sample) of the table
+        return min(1.0, op.act_out * batch / op.params) if op.params else 1.0
     if not op.experts:
         return 1.0
     tokens = op.rows / op.experts_per_token * batch
@@ -384,7 +387,7 @@ def _transformer(w: dict, s: int) -> list[Op]:
     table = 0 if w.get("tie_embeddings") else vocab * h  # tied: the lm_head holds the one copy
     if w.get("positions"):  # learned position (and token-type) embedding rows
         table += w["positions"] * h
-    emb = Op("embedding", "elementwise", 0.0, s, s * h, table, s * h, 1)
+    emb = Op("embedding", "elementwise", 0.0, s, s * h, table, s * h, 1, gather=True)
     ops = [
         emb,
         *_transformer_layers(w, s),
@@ -462,13 +465,13 @@ def _encoder_decoder(w: dict, s: int) -> list[Op]:
         ]  # fmt: skip
     else:  # the source tokens: a row gather from the shared table, whose parameters the decoder's embedding holds
         rows = w.get("source_vocab", 0) + w.get("source_positions", 0)  # an encoder's own tables, if any
-        ops.append(Op("encoder.embedding", "elementwise", 0.0, t, t * h, float(rows * h), t * h, 1))
+        ops.append(Op("encoder.embedding", "elementwise", 0.0, t, t * h, float(rows * h), t * h, 1, gather=True))
     ops += _position_bias("encoder", w, t)
     encoder = _transformer_layers({**w, "layers": w["encoder_layers"]}, t, masked=not w.get("mel_bins"))
     ops += _renamed(encoder, "layer", "encoder.layer")
     ops.append(_pointwise("encoder.ln_f", "norm", t * h, flops_per=NORM_FLOPS_PER_ELEMENT))
     table = (0 if w.get("tie_embeddings") else vocab * h) + w.get("positions", 0) * h
-    ops.append(Op("embedding", "elementwise", 0.0, s, s * h, table, s * h, 1))
+    ops.append(Op("embedding", "elementwise", 0.0, s, s * h, table, s * h, 1, gather=True))
     ops += _position_bias("decoder", w, s)
     one = _transformer_layers({**w, "layers": 1}, s)
     cut = next(i for i, op in enumerate(one) if op.name == "layer0.add1") + 1  # after the self-attention

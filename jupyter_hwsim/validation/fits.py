@@ -59,12 +59,10 @@ def _decode_used(r: dict) -> float:
     return llm.decode_bw_share(_engine(r["fields"]), r["fields"].get("precision"), platform(r["fields"]))
 
 
-def decode_efficiency(train: list[dict]) -> dict:
-    """(engine id, precision) -> the decode bandwidth efficiency the training rows imply, and (engine id,
-    precision, platform) -> the figure of the engine's kernels on one platform where its rows span several; each
-    where MIN_FAMILIES families have rows: the median over the group of the figure a row was predicted with times
-    its measured / predicted. Only rows the model finds bandwidth-bound speak of the kernels' bandwidth (a
-    host-bound eager step does not)."""
+def _decode_rows(train: list[dict]) -> dict:
+    """(engine id, precision) -> its single-stream decode rows, and (engine id, precision, platform) -> those on one
+    platform where the engine's rows span several. Only rows the model finds bandwidth-bound speak of the kernels'
+    bandwidth (a host-bound eager step does not)."""
     groups: dict = defaultdict(list)
     for r in train:
         if (
@@ -81,8 +79,13 @@ def decode_efficiency(train: list[dict]) -> dict:
     platforms = defaultdict(set)  # a platform's own figure only where the engine's rows span several platforms
     for engine, precision, *on in groups:
         platforms[engine, precision].update(on)
-    groups = {k: v for k, v in groups.items() if len(k) == 2 or len(platforms[k[:2]]) > 1}
-    return _fitted({key: _refit(_decode_used, rows) for key, rows in groups.items()})
+    return {k: v for k, v in groups.items() if len(k) == 2 or len(platforms[k[:2]]) > 1}
+
+
+def decode_efficiency(train: list[dict]) -> dict:
+    """_decode_rows' groups -> the decode bandwidth efficiency their rows imply, where MIN_FAMILIES families have
+    rows: the median over the group of the figure a row was predicted with times its measured / predicted."""
+    return _fitted({key: _refit(_decode_used, rows) for key, rows in _decode_rows(train).items()})
 
 
 def runs_quantized_matmul(fields: dict) -> bool:
@@ -151,13 +154,11 @@ def _line(what: str, value: float, rows: list[dict]) -> str:
 def describe(train: list[dict]) -> list[str]:
     """One line per fitted group: the figure, its rows and source families (for the report and the catalogue)."""
     lines = []
+    decode = _decode_rows(train)
     for key, value in sorted(decode_efficiency(train).items()):
         engine, precision, *on = key
-        rows = [r for r in train if r["measure"] in DECODE_MEASURES and _engine(r["fields"])["id"] == engine
-                and r["fields"].get("precision") == precision and (not on or platform(r["fields"]) == on[0])
-                and r["bottleneck"] == "memory_bw"]  # fmt: skip
         name = f"{engine} {precision}" + (f" on {on[0]}" if on else "")
-        lines.append("decode bandwidth efficiency, " + _line(name, value, rows))
+        lines.append("decode bandwidth efficiency, " + _line(name, value, decode[key]))
     prefill = _prefill_rows(train)
     for engine, value in sorted(quantized_matmul_efficiency(train).items()):
         lines.append("quantized matmul efficiency, " + _line(engine, value, prefill[engine]))

@@ -528,12 +528,25 @@ def test_llama_operators_shapes_and_parameters():
     assert w["default_batch_size"] == 2 and w["input_bytes_per_sample"] == s * 8  # int64 token ids
 
 
-def test_tied_weights_are_counted_once():
+def test_tied_weights_are_counted_once_by_the_head_that_reads_them_whole():
     model, x = _build("gpt2-style")
     w = from_torch(model, x)
     ops = {op.name: op for op in workloads.operators(w)}
-    assert ops["wte.embedding"].params == 50257 * 768 and ops["lm_head.linear"].params == 0
+    # the lookup reads its tokens' rows; the tied head reads the whole table, so it holds it
+    assert ops["wte.embedding"].params == 0 and ops["lm_head.linear"].params == 50257 * 768
+    assert ops["wpe.embedding"].gather and ops["wpe.embedding"].params == 1024 * 768
+    assert not ops["lm_head.linear"].gather
     assert w["params_total"] == sum(p.numel() for p in model.parameters())
+
+
+def test_an_embedding_lookup_reads_its_tokens_rows():
+    model, x = _build("llama-style-gqa")
+    ops = {op.name: op for op in workloads.operators(from_torch(model, x))}
+    emb, head = ops["embed_tokens.embedding"], ops["lm_head.linear"]
+    assert emb.gather and emb.params == 32000 * 1024 and not head.gather
+    # 256 tokens of 1024 values out of a 32000 x 1024 table, per sample
+    assert workloads.weight_share(emb, batch=2) == pytest.approx(2 * 256 / 32000)
+    assert workloads.weight_share(head, batch=2) == 1.0
 
 
 @pytest.mark.parametrize("label", list(MODELS))

@@ -331,6 +331,37 @@ def _onnx_models(tmp_path):
     )
 
 
+def test_onnx_embedding_lookup_and_a_tied_head(tmp_path):
+    onnx = pytest.importorskip("onnx", reason="the onnx package is not installed (pip install onnx)")
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    vocab, h = 1000, 64
+    nodes = [
+        helper.make_node("Gather", ["emb", "ids"], ["x"], name="lookup"),
+        helper.make_node("Gather", ["pos", "ids"], ["p"], name="positions"),
+        helper.make_node("Add", ["x", "p"], ["xp"], name="add"),
+        helper.make_node("Transpose", ["emb"], ["emb_t"], name="tie"),
+        helper.make_node("MatMul", ["xp", "emb_t"], ["y"], name="head"),
+    ]
+    g = helper.make_graph(
+        nodes,
+        "tied",
+        [helper.make_tensor_value_info("ids", TensorProto.INT64, [1, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 16, vocab])],
+        [numpy_helper.from_array(np.zeros((n, h), np.float32), name) for name, n in (("emb", vocab), ("pos", 32))],
+    )
+    g = onnx.shape_inference.infer_shapes(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
+    onnx.save(g, tmp_path / "tied.onnx")
+    w = workloads.resolve(f"onnx:{tmp_path / 'tied.onnx'}")
+    ops = {op.name: op for op in workloads.operators(w)}
+    # the head reads the shared table whole and holds it; the position lookup reads 16 of its 32 rows
+    assert ops["lookup"].gather and ops["lookup"].params == 0
+    assert (ops["head"].params, ops["head"].gather) == (vocab * h, False)
+    assert ops["positions"].gather and workloads.weight_share(ops["positions"]) == pytest.approx(16 / 32)
+    assert w["params_total"] == (vocab + 32) * h
+
+
 def test_onnx_mlp(tmp_path, monkeypatch):
     _onnx_models(tmp_path)
     monkeypatch.chdir(tmp_path)

@@ -11,7 +11,7 @@ the FLOPs; nothing is dropped silently.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, astuple
+from dataclasses import asdict, astuple, replace
 from pathlib import Path
 
 from ..errors import HwsimError
@@ -47,6 +47,8 @@ _MOVE = {
     "Expand", "Tile", "Pad", "Resize", "Upsample", "DepthToSpace", "SpaceToDepth", "OneHot", "Compress", "NonZero",
     "ReverseSequence",
 }  # fmt: skip
+# operators whose output is rows picked out of their data input: on a weight, a lookup that reads only those rows
+_GATHER = {"Gather", "GatherElements", "GatherND"}
 _FREE = {
     "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Shape", "Size", "Constant", "ConstantOfShape", "Identity",
     "Dropout", "Range",
@@ -181,6 +183,7 @@ class _Graph:
                         self.etype[node.output[0]] = a.t.data_type
                         self.roots[node.output[0]] = {node.output[0]}
         self.counted: set = set()
+        self.fresh: list = []  # the stored weights the operator being classified counted first
         self.meta: set = set()  # shape arithmetic (Shape, Size and what derives from them): no kernel
 
     def n(self, name):
@@ -188,7 +191,8 @@ class _Graph:
         return None if s is None or any(d is None for d in s) else math.prod(s)
 
     def ops(self):
-        out = []
+        out: list[Op] = []
+        looked_up: dict[str, int] = {}  # stored weight -> index of the lookup (gather) op that holds it
         for i, node in enumerate(self.g.node):
             name = node.name or f"{node.op_type}_{i}"
             ins = [x for x in node.input if x]
@@ -203,9 +207,17 @@ class _Graph:
                 continue
             if node.op_type in _FREE:
                 continue
+            self.fresh = []
             op = self.classify(node, name, ins)
-            if op is not None:
-                out.append(op)
+            if op is None:
+                continue
+            if op.gather:
+                looked_up.update(dict.fromkeys(self.fresh, len(out)))
+            else:  # a table a lookup holds, now read whole (a tied head): this operator holds it
+                for r in {r for x in ins for r in self.roots.get(x, ()) if r in looked_up}:
+                    j, n = looked_up.pop(r), self.n(r) or 0
+                    out[j], op = replace(out[j], params=out[j].params - n), replace(op, params=op.params + n)
+            out.append(op)
         return out, self.notes
 
     def params(self, ins) -> float:
@@ -217,6 +229,7 @@ class _Graph:
                 if r in self.counted or (dt in _INT_TYPES and dt not in _QUANT_WEIGHT_TYPES):
                     continue
                 self.counted.add(r)
+                self.fresh.append(r)
                 total += self.n(r) or 0
         return total
 
@@ -253,7 +266,8 @@ class _Graph:
         rows = max(1.0, out_n / self.batch)
         if t in _VECTOR:
             cls, per = _VECTOR[t]
-            return Op(name, cls, per * out_n, act_in, out_n, self.params(ins), rows, 1)
+            params = self.params(ins)
+            return Op(name, cls, per * out_n, act_in, out_n, params, rows, 1, gather=t in _GATHER and params > 0)
         if t in _POOL_REDUCE:
             return Op(name, "elementwise", max(act_in, out_n), act_in, out_n, self.params(ins), rows, 1)
         op = Op(name, "elementwise", float(out_n), act_in, out_n, self.params(ins), rows, 1)

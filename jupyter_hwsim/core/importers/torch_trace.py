@@ -61,6 +61,8 @@ _BATCHNORM = {
 }  # fmt: skip
 _SOFTMAX = {"softmax", "_softmax", "_safe_softmax", "log_softmax", "_log_softmax"}
 _EMBEDDING = {"embedding", "embedding_bag", "_embedding_bag", "_embedding_bag_forward_only"}
+# operators whose output is rows picked out of their input: on a weight, a lookup that reads only those rows
+_GATHER = {"embedding", "index", "_unsafe_index", "index_select", "gather"}
 _CHEAP = {
     "add", "sub", "rsub", "mul", "div", "neg", "abs", "relu", "relu6", "threshold", "leaky_relu", "hardtanh",
     "clamp", "clamp_min", "clamp_max", "clip", "maximum", "minimum", "fmax", "fmin", "where", "eq", "ne", "lt", "le",
@@ -253,6 +255,7 @@ class _Tracer:
         self.used: dict[str, int] = {}
         self.roots: dict[int, tuple] = {}  # id(tensor) -> (tensor kept alive, parameter ids, is a weight)
         self.counted: set = set()
+        self.looked_up: dict[int, int] = {}  # parameter id -> index of the lookup (gather) op that holds it
 
     def run(self, args, kwargs, training: bool) -> None:
         torch = self.torch
@@ -360,15 +363,22 @@ class _Tracer:
             return
         if op in _FREE or not outs:
             return
-        params, act_in = 0.0, 0.0
+        params, act_in, held = 0.0, 0.0, []
+        lookup = op in _GATHER
         for t in ins:
             r = self._root(t)
             if r is None:
                 act_in += t.numel()
                 continue
+            if not lookup:  # a table a lookup holds, now read whole (a tied head): this operator holds it
+                for pid in r[1] & self.looked_up.keys():
+                    i, n = self.looked_up.pop(pid), self.roots[pid][0].numel()
+                    self.ops[i] = replace(self.ops[i], params=self.ops[i].params - n)
+                    params += n
             for pid in r[1] - self.counted:
                 self.counted.add(pid)
                 params += self.roots[pid][0].numel()
+                held.append(pid)
         y = outs[0]
         out_n = float(y.numel())
         path = self.stack[-1] if self.stack else ""
@@ -407,7 +417,11 @@ class _Tracer:
             rows = max(1.0, out_n / b)
             if op in _PER_ELEMENT:
                 cls, per = _PER_ELEMENT[op]
-                self.ops.append(Op(label, cls, per * out_n, act_in, out_n, params, rows, 1))
+                if lookup:
+                    self.looked_up.update(dict.fromkeys(held, len(self.ops)))
+                self.ops.append(
+                    Op(label, cls, per * out_n, act_in, out_n, params, rows, 1, gather=lookup and params > 0)
+                )
             elif op in _POOL_REDUCE:
                 self.ops.append(Op(label, "elementwise", max(act_in, out_n), act_in, out_n, params, rows, 1))
             else:

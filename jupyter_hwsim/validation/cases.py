@@ -252,6 +252,7 @@ _BUILT = {"gptj": _gptj}
 # --------------------------------------------------------------------------------------------------------------
 # precision string (lower case) -> (fields, note); fields None: not expressible
 PRECISIONS = [
+    (r"presumed|\(assumed\)", None, "precision presumed by the collector, not stated by the source"),
     (r"^n/a \(uint8", {}, ""),
     (r"^bf16 weights; kv cache fp8", {"precision": "bf16", "kv_precision": "fp8"}, ""),
     (r"^bf16", {"precision": "bf16"}, ""),
@@ -259,7 +260,6 @@ PRECISIONS = [
     (r"^fp32", {"precision": "fp32"}, ""),
     (r"^(amp|mixed|ampere)", {"precision": "fp16"}, "AMP / mixed precision: fp16 tensor cores"),
     (r"^(fp16|f16|mostly f16)", {"precision": "fp16"}, ""),
-    (r"^fp8 presumed", None, "precision presumed by the collector, not stated by the source"),
     (r"^fp8", {"precision": "fp8"}, ""),
     (r"^int8 \(weight-only\)", {"precision": "int8", "weight_group_size": 0}, "int8 weight-only, per channel"),
     (r"^int4 \(weight-only, group 32\)", {"precision": "int4", "weight_group_size": 32}, ""),

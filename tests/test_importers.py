@@ -175,6 +175,26 @@ def test_encoders_and_vision():
     assert roberta["seq_len"] == 512
 
 
+@pytest.mark.parametrize(
+    "architectures, extra, outputs",
+    [
+        (["BertForQuestionAnswering"], {}, 2),
+        (["BertForTokenClassification"], {"id2label": {str(i): f"T{i}" for i in range(9)}}, 9),
+        (["BertForTokenClassification"], {}, 2),  # transformers' default of two labels
+        (["BertForSequenceClassification"], {}, 0),  # one pooled position: no head per position
+        (["BertModel"], {}, 0),
+        (["BertForMaskedLM"], {}, None),
+        (None, {}, None),
+    ],
+)
+def test_an_encoders_task_head_comes_from_its_architectures(architectures, extra, outputs):
+    cfg = {**BERT_BASE, **extra, **({"architectures": architectures} if architectures else {})}
+    w = from_hf_config(cfg)
+    assert w.get("head_outputs") == outputs
+    names = {op.name for op in workloads.operators(w)}
+    assert ("lm_head" in names) == (outputs is None) and ("head" in names) == bool(outputs)
+
+
 def test_gpt2_ties_its_embeddings():
     tied, untied = from_hf_config(GPT2), from_hf_config({**GPT2, "tie_word_embeddings": False})
     assert _params(untied) - _params(tied) == 50257 * 768

@@ -340,3 +340,44 @@ def test_a_custom_encoder_decoder_is_checked():
         with pytest.raises(HwsimError) as err:
             workloads.check_custom("workloads", entry)
         assert err.value.field == field, (change, err.value.field)
+
+
+@pytest.mark.parametrize(
+    "wid, published",
+    [("bert-base", 109_482_240), ("bert-large", 335_141_888)],  # bert-*-uncased BertModel (Hugging Face)
+)
+def test_bert_holds_one_token_table_and_its_positions(wid, published):
+    """The masked-LM head is the word embedding matrix (tied), and the learned position and token-type rows are
+    weights: the catalogue's count is the published one less the biases, norms and pooler (< 1%; the vocabulary
+    counted twice was 20% over for bert-base)."""
+    assert _params(wid) == pytest.approx(published, rel=0.01)
+
+
+def test_a_task_head_replaces_the_vocabulary_head():
+    bert = catalog.get("workloads", "bert-large")
+    h, s, vocab = bert["hidden"], 384, bert["vocab"]
+    lm, qa, bare = ({**bert, "head_outputs": n} if n is not None else bert for n in (None, 2, 0))
+    ops = {
+        name: {op.name: op for op in workloads.operators(w, s)} for name, w in (("lm", lm), ("qa", qa), ("bare", bare))
+    }
+    assert ops["lm"]["lm_head"].flops == 2.0 * s * h * vocab and ops["lm"]["embedding"].params == 514 * h  # tied
+    assert ops["qa"]["head"].flops == 2.0 * s * h * 2 and "lm_head" not in ops["qa"]
+    assert ops["qa"]["embedding"].params == (vocab + 514) * h  # the token table is the embedding's alone now
+    assert "head" not in ops["bare"] and "lm_head" not in ops["bare"]
+    # the same encoder, so the same weights to within the head's; SQuAD's head makes a step cheaper
+    assert _params(qa) - _params(lm) == h * 2 and _params(bare) == _params(lm)
+
+    def rate(w):
+        return estimate(Scenario(kind="inference", workload=w, gpu="a100", seq_len=s, batch_size=32), suggest=False)
+
+    assert rate(qa).throughput > rate(lm).throughput * 1.03
+
+
+def test_a_task_head_is_refused_where_it_means_nothing():
+    bert = catalog.get("workloads", "bert-base")
+    with pytest.raises(HwsimError, match="head_outputs"):  # generation samples the vocabulary
+        Scenario(kind="llm", workload={**bert, "head_outputs": 2}, gpu="a100")
+    with pytest.raises(HwsimError, match="head_outputs"):
+        Scenario(kind="inference", workload={**catalog.get("workloads", "vit-b16"), "head_outputs": 2}, gpu="a100")
+    with pytest.raises(HwsimError, match="head_outputs"):
+        Scenario(kind="inference", workload={**bert, "head_outputs": -1}, gpu="a100")

@@ -742,6 +742,10 @@ class Scenario:
                 "a language model (a transformer or an encoder-decoder with a vocabulary) for kind=llm",
                 "e.g. llama-2-7b",
             )
+        if w.get("head_outputs") is not None:  # a task head scores labels, not the next token
+            raise HwsimError(
+                "workload.head_outputs", w["head_outputs"], "absent for kind=llm (generation samples the vocabulary)"
+            )
         ctx = self.seq_len or int(w.get("seq_len", 2048))
         if w["arch"] == "encoder-decoder" and not w.get("source_len"):  # the prompt is the encoder's source
             for name, n in (("prompt_tokens", self.prompt_tokens), ("output_tokens", self.output_tokens)):

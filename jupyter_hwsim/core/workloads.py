@@ -383,18 +383,22 @@ def _dropout(name: str, elems: float, p: float) -> list[Op]:
 
 
 def _transformer(w: dict, s: int) -> list[Op]:
-    h, vocab = w["hidden"], w["vocab"]
-    table = 0 if w.get("tie_embeddings") else vocab * h  # tied: the lm_head holds the one copy
+    """A transformer over s positions: its embeddings, layers and head. head_outputs, where given, replaces the
+    vocabulary head: a task head of that many outputs per position (2 for SQuAD's span start and end, a token
+    classifier's labels), or none at 0 (the hidden states are the output); the embedding then holds the token
+    table, tied or not."""
+    h, vocab, outputs = w["hidden"], w["vocab"], w.get("head_outputs")
+    table = 0 if w.get("tie_embeddings") and outputs is None else vocab * h  # tied: the lm_head holds the one copy
     if w.get("positions"):  # learned position (and token-type) embedding rows
         table += w["positions"] * h
     emb = Op("embedding", "elementwise", 0.0, s, s * h, table, s * h, 1, gather=True)
-    ops = [
+    head = [_head(s, h, vocab)] if outputs is None else [_linear("head", s, h, outputs)] if outputs else []
+    return [
         emb,
         *_transformer_layers(w, s),
         _pointwise("ln_f", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
-        _head(s, h, vocab),
+        *head,
     ]
-    return ops
 
 
 def _renamed(ops: list[Op], old: str, new: str) -> list[Op]:
@@ -877,6 +881,7 @@ _KEYS = {
         "head_dim": ("int", 1, 65536, False),
         "ffn": ("int", 1, 1 << 22, False),
         "vocab": ("int", 1, 1 << 24, False),
+        "head_outputs": ("int", 0, 1 << 24, False),
         "seq_len": ("int", 1, 1 << 20, False),
         "num_classes": ("int", 1, 1 << 24, False),
         "image_px": ("int", 1, 65536, False),
@@ -1035,6 +1040,8 @@ def _check_workload(w: dict) -> None:
             )
         if w.get("experts") and "experts_per_token" not in w:
             raise HwsimError("workload.experts_per_token", None, "a value for this key when experts is given")
+    if w.get("head_outputs") is not None and arch != "transformer":
+        raise HwsimError("workload.head_outputs", w["head_outputs"], "absent unless arch is transformer")
     if arch == "vit" and w["patch"] > w["image_px"]:
         raise HwsimError("workload.patch", w["patch"], f"at most image_px={w['image_px']}")
     if arch == "resnet" and w["block"] not in ("basic", "bottleneck"):

@@ -247,6 +247,14 @@ MODELS = [
     (r"^NVIDIA-Nemotron", None, "Nemotron-H (hybrid Mamba-Transformer mixture of experts): not importable"),
 ]
 _BUILT = {"gptj": _gptj}
+# the task a transformer row runs (model and settings text) -> the head in place of the vocabulary head
+# (workload head_outputs: outputs per position, 0 for none)
+TASK_HEADS = [
+    (r"SQuAD", 2, "SQuAD span extraction: a start and an end logit per position (BertForQuestionAnswering's "
+                  "qa_outputs), no vocabulary head"),
+    (r"ner-conll", 9, "token classification over CoNLL-2003's nine BIO tags (O, and B-/I- of PER, ORG, LOC, MISC)"),
+    (r"encoder stack only", 0, "the encoder's hidden states are the output: no head"),
+]  # fmt: skip
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -712,6 +720,10 @@ def case(row: dict) -> dict:
         return {"reason": mod[2]}
     fields["workload"] = _BUILT[mod[1]]() if mod[1] in _BUILT else mod[1]
     notes.append(mod[2])
+    task = next((t for t in TASK_HEADS if re.search(t[0], f"{row['model']} {row.get('settings', '')}")), None)
+    if task and isinstance(fields["workload"], str) and catalog.get("workloads", fields["workload"]).get("vocab"):
+        fields["workload"] = {**catalog.get("workloads", fields["workload"]), "head_outputs": task[1]}
+        notes.append(task[2])
 
     _, prec = _first(PRECISIONS, row["precision"].lower())
     if prec is None:

@@ -164,6 +164,8 @@ def from_hf_config(path_or_dict, name=None, source=None) -> dict:
     if fam.learned_positions:
         types = _int(cfg, "type_vocab_size", 0) if cfg.get("type_vocab_size") is not None else 0
         w["positions"] = seq + (2 if mt == "roberta" else 0) + types
+    if fam.kind == "encoder":
+        _task_head(cfg, w, sources, spec)
     window = _window(cfg, layers) if fam.windowed else None
     if window:
         w["sliding_window"] = window
@@ -192,6 +194,25 @@ def from_hf_config(path_or_dict, name=None, source=None) -> dict:
         dataset_gb="assumption: a 100 GB corpus",
     )
     return _finish(w, sources, warnings, spec)
+
+
+def _task_head(cfg: dict, w: dict, sources: dict, spec: str) -> None:
+    """An encoder's head from the config's architectures: a question-answering model scores a span start and end
+    per position, a token classifier its labels, a bare model or a sequence classifier (one pooled position) none
+    per position; a masked-LM or pre-training model (or no architectures) keeps the vocabulary head."""
+    archs = cfg.get("architectures")
+    arch = next((a for a in archs if isinstance(a, str)), "") if isinstance(archs, list) else ""
+    labels = cfg.get("id2label")
+    if isinstance(labels, dict) and labels:
+        n = len(labels)
+    else:  # transformers' default: two labels
+        n = _int(cfg, "num_labels") if cfg.get("num_labels") is not None else 2
+    task = arch[arch.find("For") :] if "For" in arch else "Model" if arch.endswith("Model") else arch
+    heads = {"ForQuestionAnswering": 2, "ForTokenClassification": n, "ForSequenceClassification": 0, "Model": 0}
+    outputs = heads.get(task)
+    if outputs is not None:
+        w["head_outputs"] = outputs
+        sources["head_outputs"] = f"{spec}: architectures {arch}"
 
 
 def _dropouts(cfg: dict, keys: dict, w: dict, sources: dict, spec: str) -> None:

@@ -43,6 +43,7 @@ FAMILIES = [
     (r"^exllama", "exllama-readmes"),  # ExLlama v1 and v2 READMEs, one author
     (r"^vllm-blog-", "vllm-blog"),  # vLLM project blog posts
     (r"^timm-bench-", "timm-benchmarks"),  # timm results/benchmark-*.csv, one author and script, per GPU
+    (r"^mlperf-inf-", "mlperf-inference"),  # MLPerf Inference results repositories, every round
     # llama.cpp device scoreboards (GitHub discussions #4167, #15013, #15021, #10879): one family per board
     (r"^llamacpp-apple$", "llamacpp-board-apple"),
     (r"^llamacpp-cuda$", "llamacpp-board-cuda"),
@@ -71,6 +72,10 @@ HOST_CPUS = [
     (r"DGX A100", "epyc-7742"),
     (r"DGX H100", "xeon-8480plus"),
     (r"i9-13900K", "core-i9-13900k"),
+    (r"host (CPU )?AMD EPYC 7742", "epyc-7742"),
+    (r"host (CPU )?AMD EPYC 7763", "epyc-7763"),
+    (r"host (CPU )?AMD EPYC 9554", "epyc-9554"),
+    (r"host (CPU )?Intel\(R\) Xeon\(R\) Gold 6430", "xeon-gold-6430"),
 ]
 
 HARDWARE = [
@@ -83,7 +88,18 @@ HARDWARE = [
         "V100 SXM3 (DGX-2) as the V100 SXM2 32GB entry: same GV100, memory and peaks",
     ),
     (r"^V100-SXM2$", "v100-sxm2-16gb", "V100 memory variant not stated: 16GB assumed"),
-    (r"^T4$|^Tesla T4$", "t4", ""),
+    (r"^T4$|^Tesla T4$|^T4 \(|^T4; ", "t4", ""),
+    (
+        r"^A800-SXM4-80GB",
+        "a100-sxm-80gb",
+        "the A800 is an A100 SXM4 80GB with NVLink cut to 400 GB/s: one GPU is the same",
+    ),
+    (r"^RTX 4090 D", None, "RTX 4090 D: the China-market 4090 with 114 of its 128 SMs, not in the catalogue"),
+    (r"^A2 \(", None, "NVIDIA A2: not in the catalogue"),
+    (r"^H20-3e", None, "H20-3e (141 GB HBM3e): not in the catalogue, whose h20 is the 96 GB part"),
+    (r"^RTX 4000 Ada", None, "RTX 4000 Ada: not in the catalogue"),
+    (r"^V100S?-PCIE-32GB", None, "V100 or V100S PCIe 32GB: not in the catalogue, whose V100s are SXM2 parts"),
+    (r"^MTT S4000", None, "Moore Threads MTT S4000: not in the catalogue"),
     (r"^A100-SXM4-40GB", "a100-sxm-40gb", ""),
     (r"^(1x )?A100-SXM4-80GB|^1x A100-80GB", "a100-sxm-80gb", ""),
     (r"^A100-PCIe-40GB", "a100-pcie-40gb", ""),
@@ -105,7 +121,7 @@ HARDWARE = [
     (r"^L40S", "l40s", ""),
     (r"^L40$", "l40", ""),
     (r"^A40$", "a40", ""),
-    (r"^A30$", "a30", ""),
+    (r"^A30$|^A30 \(", "a30", ""),
     (r"^H100 SXM|^H100-SXM", "h100-sxm", ""),
     (r"^H100 PCIe", "h100-pcie", ""),
     (r"^H100 \(single GPU; variant not stated", "h100-sxm", "H100 variant not stated: the more common SXM part"),
@@ -203,6 +219,18 @@ MODELS = [
     (r"^efficientnet_b0 \(timm", "efficientnet-b0", ""),
     (r"^convnext_tiny \(timm", "convnext-t", ""),
     (r"^BERT-large", "bert-large", ""),
+    (r"^ResNet-101", "resnet101", ""),
+    (r"^ResNet-152", "resnet152", ""),
+    (r"^ResNet-34", None, "ResNet-34: not in the catalogue"),
+    (r"^EfficientNet-B0 \(PaddleClas", "efficientnet-b0", ""),
+    (r"^EfficientNet-B4 \(PaddleClas", "efficientnet-b4", ""),
+    (r"^EfficientNet-B[1-35-7] ", None, "EfficientNet-B1-B3 and B5-B7: not in the catalogue"),
+    (r"^MobileNetV[23]", None, "MobileNetV2/V3: not in the catalogue"),
+    (r"^Swin-", None, "Swin Transformer (shifted windows): not in the catalogue"),
+    (r"^ViT-B/16 \(PaddleClas", "vit-b16", ""),
+    (r"^ViT-L/16 \(PaddleClas", "vit-l16", ""),
+    (r"^DeiT-S/16", "vit-s16", "DeiT-S is ViT-S/16 (Touvron et al. 2021, table 1)"),
+    (r"^DeiT-B/16", "vit-b16", "DeiT-B is ViT-B/16 (Touvron et al. 2021, table 1)"),
     (r"^ImageNet-2012 (val|train) JPEG loading", "resnet50", "the ResNet-50 input pipeline (ImageNet JPEGs)"),
     (r"^SSD300", None, "SSD300 detector: not in the catalogue, no importer for it"),
     (r"^GNMT", None, "GNMT (LSTM encoder-decoder): not in the catalogue, no importer for it"),
@@ -224,6 +252,11 @@ MODELS = [
     (r"^OpenL[Ll]a[Mm][Aa]-3B", _hf("open-llama-3b"), ""),
     (r"^CodeLlama-34B", _hf("codellama-34b"), ""),
     (r"^Qwen2\.5-Coder-3B", _hf("qwen2.5-coder-3b"), ""),
+    (r"^Qwen/Qwen2\.5-0\.5B", _hf("qwen2.5-0.5b"), ""),
+    (r"^meta-llama/Meta-Llama-3-8B", "llama-3-8b", ""),
+    (r"^(meta-llama|hugging-quants|ISTA-DASLab|VPTQ-community)/(Meta-)?Llama-3\.1-8B", _hf("llama-3.1-8b"), ""),
+    (r"^meta-llama/Llama-3\.1-70B", _hf("llama-3.3-70b"), "Llama-3.1-70B has the Llama-3.3-70B config"),
+    (r"Nemotron", None, "Nemotron (hybrid Mamba-Transformer, or NAS-pruned layers): not importable"),
     (r"^Mixtral-8x7B", _hf("mixtral-8x7b"), ""),
     (r"^Mistral-7B", "mistral-7b", ""),
     # PyTorch eager inference benchmarks (AITemplate's, transformer-deploy's and Hugging Face's READMEs)
@@ -270,6 +303,9 @@ PRECISIONS = [
     (r"^(fp16|f16|mostly f16)", {"precision": "fp16"}, ""),
     (r"^fp8", {"precision": "fp8"}, ""),
     (r"^int8 \(weight-only\)", {"precision": "int8", "weight_group_size": 0}, "int8 weight-only, per channel"),
+    (r"^int8$", {"precision": "int8"}, "int8 weights and activations (calibrated)"),
+    (r"^(awq int4|torchao int4 weight-only) \(group 128", {"precision": "int4", "weight_group_size": 128}, ""),
+    (r"^(aqlm|gptq|vptq) .*2-bit|^vptq", None, "about 2 bits per weight: no such precision"),
     (r"^int4 \(weight-only, group 32\)", {"precision": "int4", "weight_group_size": 32}, ""),
     (r"^int4 gptq \(groupsize 128", {"precision": "int4", "weight_group_size": 128}, ""),
     (r"^int4 gptq \(thebloke", {"precision": "int4", "weight_group_size": 128}, "TheBloke GPTQ: group 128 assumed"),
@@ -301,7 +337,8 @@ ENGINES = [
     (r"^tensorpack dataflow", ("tensorpack-dataflow", "eager")),
     (r"^tf\.data", ("tf.data", "eager")),
     (r"tensorrt-llm", ("tensorrt-llm", "tensorrt")),
-    (r"^tensorrt", ("tensorrt", "tensorrt")),
+    (r"^tensorrt|^paddle-inference\+tensorrt", ("tensorrt", "tensorrt")),  # Paddle Inference's TensorRT subgraph
+    (r"^ppl\.nn", ("ppl.nn", "tensorrt")),
     (r"^vllm", ("vllm", "tensorrt")),
     (r"^sglang", ("sglang", "tensorrt")),
     (r"gpt-fast", ("gpt-fast", "compiled")),
@@ -368,6 +405,7 @@ NOT_EXPRESSIBLE_ENGINES = {
     "dali-gpu": "JPEG decoding on the GPU (DALI mixed decoder) is not modelled",
     "tensorpack-dataflow": "batches serialized through ZMQ to one consumer process: no sourced hand-off cost",
     "tf.data": "tf.data's decode_and_crop_jpeg and TensorFlow image ops: no decoder of the catalogue",
+    "ppl.nn": "OpenMMLab's PPL.NN runtime: no engine of the catalogue",
 }
 # dataloading rows: the host CPU (hardware string -> data/cpus.toml) and the JPEG decoder (engine id ->
 # data/decoders.toml) each row names; torchvision's ImageFolder loads its JPEGs with PIL
@@ -437,6 +475,13 @@ INPUTS = [
     (r"^CNN-DM", None, "request lengths of the CNN-DailyMail sample not stated"),
     (r"^progressive|^160-192px", None, "progressive 160-192 px resolution: the workload's image size is fixed"),
     (r"^ImageNet val JPEGs", lambda m: {}, ""),
+    (r"^380$", lambda m: {}, "380 px: EfficientNet-B4's own input, as the catalogue's entry"),
+    (
+        r"^prompt~(\d+)\(p50 of [^)]*\)\+gen(?:<=)?(\d+)",
+        lambda m: _lengths(int(m[1]), int(m[2])),
+        "the sample's median prompt: a median TTFT over prompts of varying length is the TTFT of the median "
+        "length, as TTFT grows with the prompt",
+    ),
     (r"^(300|800x800|audio|WMT16)", lambda m: {}, ""),
     (r"^384$", None, "a 384 px input: the catalogue's ViT-L/16 is the 224 px model"),
 ]

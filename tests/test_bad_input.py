@@ -722,13 +722,19 @@ def test_a_worker_that_outlives_its_budget_is_replaced():
         w.shutdown()
 
 
+@pytest.mark.parametrize("key", ["host_overhead_scale_from", "prefill_host_from"])
 @pytest.mark.parametrize("lender", ["nope", 3])
-def test_a_borrowed_host_scale_must_name_a_catalogue_engine(lender):
-    """A custom engine may carry a catalogue engine's host scale (host_overhead_scale_from); anything else is
-    refused by the field's name, not by the engine's."""
+def test_a_borrowed_host_figure_must_name_a_catalogue_engine(key, lender):
+    """A custom engine may carry a catalogue engine's host scale (host_overhead_scale_from) or run its prefill at
+    one's host costs (prefill_host_from); anything else is refused by the field's name, not by the engine's."""
     with pytest.raises(HwsimError) as err:
-        estimate({"engine": {**ENGINE, "host_overhead_scale_from": lender}, "batch_size": 1}, suggest=False)
-    assert err.value.field == "engine.host_overhead_scale_from" and "pytorch-eager" in str(err.value)
+        estimate({"engine": {**ENGINE, key: lender}, "batch_size": 1}, suggest=False)
+    assert err.value.field == f"engine.{key}" and "pytorch-eager" in str(err.value)
+    assert len(str(err.value).splitlines()) == 1
+
+
+def test_a_borrowed_host_scale_costs_what_the_lender_costs():
+    """A custom engine carrying PyTorch eager's fitted host scale issues its kernels slower than without it."""
     borrowed = estimate({"engine": {**ENGINE, "host_overhead_scale_from": "pytorch-eager"}, "batch_size": 1})
     assert borrowed.throughput < estimate({"engine": ENGINE, "batch_size": 1}).throughput  # its host costs more
 

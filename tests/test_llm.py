@@ -135,6 +135,29 @@ def test_a_serving_engine_prefill_scores_the_vocabulary_at_the_last_position_onl
     assert llm.decode_cost(last).linear(1) == llm.decode_cost(every).linear(1)
 
 
+def test_an_engine_that_graphs_decode_only_issues_a_prompts_kernels_one_by_one():
+    """SGLang replays CUDA graphs for decode batches and runs a prompt's forward module by module (engines.toml
+    prefill_host_from): its prefill's host time is eager PyTorch's per kernel and per call, which a short prompt
+    waits on and a long one hides under its kernels; its decode steps and its GPU work are vLLM's."""
+    fields = dict(workload="llama-3-8b", gpu="h100", precision="bf16", output_tokens=64, **ONE)
+    eager = catalog.get("engines", "pytorch-eager")
+    for prompt in (64, 4096):
+        graphed, moduled = (
+            costs.resolve(Scenario(engine=e, prompt_tokens=prompt, **fields)) for e in ("vllm", "sglang")
+        )
+        a, b = llm.prefill(graphed, 1), llm.prefill(moduled, 1)
+        assert (a.flops, a.hbm_bytes, a.kernels) == (b.flops, b.hbm_bytes, b.kernels)
+        per_kernel = eager["issue_us"] * costs.host_overhead_scale(eager) * 1e-6
+        per_call = eager["call_us"] * costs.host_overhead_scale(eager) * 1e-6
+        assert b.issue_s == pytest.approx(b.kernels * per_kernel + len(b.ops) * per_call, rel=1e-9)
+        assert a.issue_s < b.issue_s / 20
+        assert llm.decode_cost(graphed).linear(1) == llm.decode_cost(moduled).linear(1)
+        if prompt == 64:  # the host is the longer: the first token waits on it
+            assert b.step_s == pytest.approx(max(b.issue_s, b.step_s), rel=1e-9) and b.step_s > 1.5 * a.step_s
+        else:  # 4096 tokens of matmuls hide the issue
+            assert b.step_s == pytest.approx(a.step_s, rel=1e-6)
+
+
 def test_each_layers_decode_attention_pays_its_fixed_time_however_short_the_context():
     """A decode-attention call takes 9-12 us on an H100 however few tokens it reads (AIConfigurator's measured
     tables; devices.toml decode_attention_latency_us): a step pays it once per layer, whatever the batch and

@@ -368,6 +368,7 @@ def step_cost(m: Machine, batch: int | None = None, seq: int | None = None) -> S
             s.weight_group_size,
             s.channels_last,
             m.last_logits,
+            m.engine.get("graphs"),  # a serving engine's prefill issues its kernels one by one (llm.prefill_engine)
         )
         hit = _STEP_CACHE.get(key)
         if hit is not None:

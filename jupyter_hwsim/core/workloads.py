@@ -1004,9 +1004,10 @@ def check_custom(section: str, entry: dict) -> None:
     for key, accepted in _ENGINE_CHOICES.items() if section == "engines" else ():
         if key in entry and entry[key] not in accepted:
             raise HwsimError(f"{field}.{key}", entry[key], " or ".join(accepted))
-    lender = entry.get("host_overhead_scale_from") if section == "engines" else None
-    if lender is not None and not (isinstance(lender, str) and lender in catalog.engines()):
-        raise HwsimError(f"{field}.host_overhead_scale_from", lender, f"one of {', '.join(catalog.engines())}")
+    for key in ("host_overhead_scale_from", "prefill_host_from") if section == "engines" else ():
+        lender = entry.get(key)
+        if lender is not None and not (isinstance(lender, str) and lender in catalog.engines()):
+            raise HwsimError(f"{field}.{key}", lender, f"one of {', '.join(catalog.engines())}")
 
 
 def _accepts(spec) -> str:

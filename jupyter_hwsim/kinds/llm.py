@@ -200,12 +200,26 @@ def decode_cost(m) -> DecodeCost:
 
 def prefill(m, b: int):
     """StepCost of prefilling b prompts together (one forward over prompt_tokens each; an encoder-decoder's encoder
-    pass over the source and its decoder over the first token: workloads.generation_prefill)."""
+    pass over the source and its decoder over the first token: workloads.generation_prefill), issued as the
+    engine issues a prompt's forward (prefill_engine)."""
     w, seq = workloads.generation_prefill(m.workload, m.s.prompt_tokens)
-    last = last_logits(m)
-    if w is not m.workload or last != m.last_logits:
-        m = dataclasses.replace(m, workload=w, last_logits=last)
+    last, engine = last_logits(m), prefill_engine(m.engine)
+    if w is not m.workload or last != m.last_logits or engine is not m.engine:
+        m = dataclasses.replace(m, workload=w, last_logits=last, engine=engine)
     return costs.step_cost(m, batch=b, seq=seq)
+
+
+def prefill_engine(e: dict) -> dict:
+    """The engine as a prompt's forward runs on it. A serving engine that replays CUDA graphs for decode steps
+    only (engines.toml prefill_host_from) issues a prompt's kernels one by one through its model's code, at the
+    host costs of the engine named there; every other engine runs a prompt as it runs a step."""
+    name = e.get("prefill_host_from")
+    if not name:
+        return e
+    lender = catalog.get("engines", name)
+    scale = costs.host_overhead_scale({**lender, "graphs": False})
+    return {**e, "graphs": False, "issue_us": lender["issue_us"], "call_us": lender["call_us"],
+            "host_overhead_scale": scale, "host_overhead_scale_from": None, "prefill_host_from": None}  # fmt: skip
 
 
 def last_logits(m) -> bool:

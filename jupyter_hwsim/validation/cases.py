@@ -569,6 +569,10 @@ STATIC_KV_CACHE = r"static (preallocated )?KV ?cache"
 # pass (benchmarks/cpp/gptSessionBenchmark.cpp, docs/source/performance.md, v0.5-v0.9); each kernel is then a
 # launch from C++ (ref:B5-09, 3.0 us)
 UNGRAPHED_HARNESS = (r"gptSessionBenchmark", 3.0)
+# vLLM before 0.8 runs its V0 engine, which replays CUDA graphs for decode-only batches and runs a prompt's forward
+# as the model's PyTorch modules ("Currently cuda graph is only supported by the decode phase", vllm/worker/
+# model_runner.py, execute_model, v0.4-v0.7); from 0.8 the V1 engine compiles the model and captures prefills too
+EAGER_PREFILL_HARNESS = r"^vLLM v?0\.[0-7]\."
 # NVIDIA's DeepLearningExamples MXNet ResNet-50 runner sets MXNET_ENABLE_CUDA_GRAPHS=1 from its 22.10 release on
 # (MxNet/Classification/RN50v1.5/runner, commit 1bd98ac3, 2022-12-13), so a hybridized net's step is replayed as
 # one CUDA graph (each kernel then costs a graph replay's share, as the cuda-graphs engine's issue_us); its 20.12
@@ -820,6 +824,11 @@ def case(row: dict) -> dict:
     if re.search(UNGRAPHED_HARNESS[0], row.get("settings", "")) and engine_entry.get("graphs"):
         harness("kernels launched one by one: gptSessionBenchmark runs without --enable_cuda_graph", graphs=False,
                 issue_us=UNGRAPHED_HARNESS[1])  # fmt: skip
+    if re.search(EAGER_PREFILL_HARNESS, row.get("software_version", "")) and not engine_entry.get("prefill_host_from"):
+        harness(
+            "vLLM's V0 engine: a prompt's forward runs outside CUDA graphs, module by module",
+            prefill_host_from="pytorch-eager",
+        )
     if (
         re.search(GRAPHED_HARNESS[0], row["source_id"])
         and re.search(GRAPHED_HARNESS[1], row.get("software_version", ""))

@@ -78,7 +78,26 @@ def test_serving_engines_prefill_with_a_fused_attention(engine):
     scores = 32 * 32 * 2048 * 2048 * 2  # layers x heads x seq x seq, 2-byte values
     fused, naive = prefill(engine), prefill({**entry, "attention": "naive"})
     assert naive.hbm_bytes - fused.hbm_bytes == pytest.approx(2 * scores, rel=0.01)
-    assert fused.flops == pytest.approx(naive.flops, rel=0.01)
+    # the fused causal kernel computes the 16 x 17 / 2 blocks of 128 x 128 at or below the diagonal: 17/32 of them
+    causal = sum(op.flops for op in workloads.operators("llama-2-7b", 2048) if op.causal_share < 1)
+    assert naive.flops - fused.flops == pytest.approx(causal * (1 - 17 / 32), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "s, t, share",
+    [(2048, 2048, 17 / 32), (128, 128, 1.0), (100, 100, 1.0), (28650, 28650, 225 / 448), (8192, 4096, 1.0)],
+)
+def test_a_fused_causal_attention_computes_the_blocks_at_or_below_the_diagonal(s, t, share):
+    """FlashAttention skips the (query, key) blocks above the diagonal and computes the diagonal's whole: n(n + 1)/2
+    of n x n blocks of 128; a sliding window (t < s) counts only the keys it sees already."""
+    assert workloads.causal_share(s, t) == pytest.approx(share, rel=1e-12)
+
+
+def test_only_a_causal_models_attention_carries_the_share():
+    assert {op.causal_share for op in workloads.operators("vit-b16")} == {1.0}
+    assert {op.causal_share for op in workloads.operators("bert-base", 512)} == {1.0}
+    llama = [op for op in workloads.operators("llama-2-7b", 512) if op.causal_share < 1]
+    assert {op.name.split(".", 1)[1] for op in llama} == {"attn.scores", "attn.mask", "attn.softmax", "attn.context"}
 
 
 def test_llama_cpp_softmax_takes_the_mask():

@@ -304,6 +304,10 @@ def test_an_operator_list_is_a_workload():
     with pytest.raises(HwsimError) as err:
         Scenario(workload={**w, "ops": [{**w["ops"][0], "cls": "conv"}]})
     assert err.value.field == "workload.ops[0].cls"
+    for share in (0, 1.5):  # the share of a causal attention's work a fused kernel computes
+        with pytest.raises(HwsimError) as err:
+            Scenario(workload={**w, "ops": [{**w["ops"][0], "causal_share": share}]})
+        assert err.value.field == "workload.ops[0].causal_share" and "<= 1" in str(err.value)
 
 
 # ---- ONNX -----------------------------------------------------------------------------------------------

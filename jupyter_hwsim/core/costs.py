@@ -458,6 +458,8 @@ def _build_step_cost(m: Machine) -> StepCost:
         if flash and (op.scores_out or op.scores_in):  # the scores stay on chip; one kernel for the attention
             op = dataclasses.replace(op, act_out=op.act_out - op.scores_out, act_in=op.act_in - op.scores_in,
                                      kernels=0 if op.scores_in else op.kernels)  # fmt: skip
+        if flash and op.causal_share < 1.0:  # a fused causal attention skips the blocks above the diagonal
+            op = dataclasses.replace(op, flops=op.flops * op.causal_share)
         is_fused = op.cls in fused and i not in stranded
         for tag, scale, n_mm in passes:
             # an embedding's backward writes the whole table's gradient (a dense one), where its forward reads rows

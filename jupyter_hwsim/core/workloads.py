@@ -55,6 +55,7 @@ class Op:
     experts_per_token: int = 0  # ... and how many of them each token is routed to
     logits: bool = False  # a language model's head: a row of vocabulary scores per position (costs.last_row)
     gather: bool = False  # an embedding lookup: a pass reads the rows of its tokens, not the whole table
+    causal_share: float = 1.0  # of a causal attention's score-sized work: the share a fused kernel computes
 
     @property
     def tensor_core_conv(self) -> bool:
@@ -305,13 +306,29 @@ def weight_share(op: Op, batch: float = 1.0) -> float:
     return 1.0 - (1.0 - op.experts_per_token / op.experts) ** tokens
 
 
+# FlashAttention's query and key block (128 x 128 in FlashAttention-2's and -3's forward kernels for 128-wide heads)
+FLASH_BLOCK = 128
+
+
+def causal_share(s: int, t: int) -> float:
+    """The share of a causal attention's s x t (query, key) pairs a fused kernel computes: with every query seeing
+    every earlier key (t = s), it skips the blocks above the diagonal and computes the diagonal's whole, (n + 1) / 2n
+    of n x n blocks (FlashAttention-2 paper, section 3.1.1); a sliding window already counts only the keys seen."""
+    if t < s:
+        return 1.0
+    n = math.ceil(s / FLASH_BLOCK)
+    return (n + 1) / (2 * n)
+
+
 def _transformer_layers(w: dict, s: int, masked: bool = True) -> list[Op]:
     """The layers of a transformer over s positions. masked: its attention masks the scores (causal, or a padding
     mask) in a pass of its own before the softmax (attn.mask, with the scaling: a naive attention's; a fused or
-    flash attention, or a softmax that takes the mask, does it inside). A ViT's or Whisper encoder's is not."""
+    flash attention, or a softmax that takes the mask, does it inside). A ViT's or Whisper encoder's is not. A
+    causal model's score-sized operators carry the share a fused kernel computes (causal_share)."""
     h, heads, kv = w["hidden"], w["heads"], w.get("kv_heads", w["heads"])
     (d, q), f = _head_dims(w), w["ffn"]
     t = min(s, w.get("sliding_window") or s)  # keys each query attends to
+    share = causal_share(s, t) if w.get("causal") else 1.0
     gated = w.get("gated_ffn", False)
     ops: list[Op] = []
     for i in range(w["layers"]):
@@ -326,6 +343,7 @@ def _transformer_layers(w: dict, s: int, masked: bool = True) -> list[Op]:
         if w.get("experts"):
             ffn = [_linear(f"{p}.ffn.router", s, h, w["experts"]), *(_experts(op, w) for op in ffn)]
         mask = [_pointwise(f"{p}.attn.mask", "mask", heads * s * t, flops_per=MASK_FLOPS_PER_ELEMENT)] if masked else []
+        mask = [dataclasses.replace(op, causal_share=share) for op in mask]
         ops += [
             _pointwise(f"{p}.ln1", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
             _linear(f"{p}.qkv", s, h, q + 2 * kv * d),
@@ -340,6 +358,7 @@ def _transformer_layers(w: dict, s: int, masked: bool = True) -> list[Op]:
                 t,
                 heads,
                 scores_out=heads * s * t,
+                causal_share=share,
             ),  # fmt: skip
             *mask,
             Op(
@@ -351,6 +370,7 @@ def _transformer_layers(w: dict, s: int, masked: bool = True) -> list[Op]:
                 0,
                 heads * s * t,
                 1,
+                causal_share=share,
             ),
             *_dropout(f"{p}.attn.dropout", heads * s * t, w.get("attention_dropout", 0.0)),
             Op(
@@ -364,6 +384,7 @@ def _transformer_layers(w: dict, s: int, masked: bool = True) -> list[Op]:
                 d,
                 heads,
                 scores_in=heads * s * t,
+                causal_share=share,
             ),  # fmt: skip
             _linear(f"{p}.attn.out", s, q, h),
             *_dropout(f"{p}.attn.out_dropout", s * h, w.get("hidden_dropout", 0.0)),
@@ -1115,6 +1136,9 @@ def _check_ops(ops) -> None:
                 and (isinstance(v, bool) or not isinstance(v, (int, float)))
             ):
                 raise HwsimError(f"workload.ops[{i}].{key}", v, "a number >= 0")
+        share = op.get("causal_share")
+        if share is not None and not 0 < share <= 1:
+            raise HwsimError(f"workload.ops[{i}].causal_share", share, "a share > 0 and <= 1")
         if not isinstance(op["name"], str):
             raise HwsimError(f"workload.ops[{i}].name", op["name"], "text")
 

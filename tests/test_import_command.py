@@ -40,6 +40,19 @@ def test_a_config_is_described(tmp_path, capsys):
     assert abs(d["flops_per_token"] - 2 * 6.61e9) / (2 * 6.61e9) < 0.02
 
 
+def test_the_head_an_encoder_runs_is_shown(tmp_path, capsys):
+    bert = {"model_type": "bert", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+            "intermediate_size": 3072, "vocab_size": 30522, "max_position_embeddings": 512, "type_vocab_size": 2}  # fmt: skip
+    for architectures, shown in (
+        (["BertForQuestionAnswering"], "task head, 2 outputs per position"),
+        (["BertModel"], "none (the hidden states are the output)"),
+        (["BertForMaskedLM"], "vocabulary (30,522 scores per position)"),
+    ):
+        (tmp_path / "config.json").write_text(json.dumps({**bert, "architectures": architectures}))
+        code, out, _ = _run(capsys, str(tmp_path / "config.json"))
+        assert code == 0 and f"head                 {shown}" in out, out
+
+
 def test_a_mixture_of_experts_shows_active_parameters(tmp_path, capsys):
     (tmp_path / "mixtral.json").write_text(json.dumps(MIXTRAL))
     code, out, _ = _run(capsys, f"hf:{tmp_path / 'mixtral.json'}", "--json")

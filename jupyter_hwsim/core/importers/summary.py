@@ -43,6 +43,7 @@ def describe(workload, seq: int | None = None) -> dict:
         "hidden": w.get("hidden"),
         "heads": w.get("heads"),
         "kv_heads": w.get("kv_heads"),
+        "head": _head_text(w) if lm else None,
         "operators": len(ops),
         "matmul_operators": sum(op.cls == "matmul" for op in ops),
         "params_total": total,
@@ -54,6 +55,14 @@ def describe(workload, seq: int | None = None) -> dict:
         "source": next(iter(w.get("sources", {}).values()), ""),
     }
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _head_text(w: dict) -> str:
+    """What a transformer's last layer scores: the vocabulary, or its task head's outputs (head_outputs)."""
+    n = w.get("head_outputs")
+    if n is None:
+        return f"vocabulary ({w['vocab']:,} scores per position)"
+    return f"task head, {n} outputs per position" if n else "none (the hidden states are the output)"
 
 
 def describe_text(d: dict) -> str:

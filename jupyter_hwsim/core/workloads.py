@@ -294,10 +294,10 @@ def _experts(op: Op, w: dict) -> Op:
 
 def weight_share(op: Op, batch: float = 1.0) -> float:
     """The share of an operator's weights one pass over `batch` samples reads: all of a dense operator's; of an
-    embedding lookup's, its tokens' rows; of a mixture-of-experts operator's, the experts its tokens are routed to. With n tokens each routed to k of E
-    experts, uniformly and independently (an assumption: trained routers are balanced by their auxiliary loss,
-    not exactly), E(1 - (1 - k/E)^n) experts are touched on average: k at one token, as a batch-1 decode step
-    reads, and nearly all of them over a prompt."""
+    embedding lookup's, its tokens' rows; of a mixture-of-experts operator's, the experts its tokens are routed to.
+    With n tokens each routed to k of E experts, uniformly and independently (an assumption: trained routers are
+    balanced by their auxiliary loss, not exactly), E(1 - (1 - k/E)^n) experts are touched on average: k at one
+    token, as a batch-1 decode step reads, and nearly all of them over a prompt."""
     if op.gather:  # an embedding lookup reads its tokens' rows (act_out values per sample) of the table
         return min(1.0, op.act_out * batch / op.params) if op.params else 1.0
     if not op.experts:
@@ -342,8 +342,8 @@ def _transformer_layers(w: dict, s: int, masked: bool = True) -> list[Op]:
         ]
         if w.get("experts"):
             ffn = [_linear(f"{p}.ffn.router", s, h, w["experts"]), *(_experts(op, w) for op in ffn)]
-        mask = [_pointwise(f"{p}.attn.mask", "mask", heads * s * t, flops_per=MASK_FLOPS_PER_ELEMENT)] if masked else []
-        mask = [dataclasses.replace(op, causal_share=share) for op in mask]
+        mask = _pointwise(f"{p}.attn.mask", "mask", heads * s * t, flops_per=MASK_FLOPS_PER_ELEMENT)
+        mask = [dataclasses.replace(mask, causal_share=share)] if masked else []
         ops += [
             _pointwise(f"{p}.ln1", "norm", s * h, flops_per=NORM_FLOPS_PER_ELEMENT),
             _linear(f"{p}.qkv", s, h, q + 2 * kv * d),

@@ -769,7 +769,7 @@ def case(row: dict) -> dict:
         return {"reason": mod[2]}
     fields["workload"] = _BUILT[mod[1]]() if mod[1] in _BUILT else mod[1]
     notes.append(mod[2])
-    task = next((t for t in TASK_HEADS if re.search(t[0], f"{row['model']} {row.get('settings', '')}")), None)
+    _, task = _first(TASK_HEADS, f"{row['model']} {row.get('settings', '')}")
     if task and isinstance(fields["workload"], str) and catalog.get("workloads", fields["workload"]).get("vocab"):
         fields["workload"] = {**catalog.get("workloads", fields["workload"]), "head_outputs": task[1]}
         notes.append(task[2])

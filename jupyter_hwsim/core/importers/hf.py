@@ -207,7 +207,7 @@ def _task_head(cfg: dict, w: dict, sources: dict, spec: str) -> None:
         n = len(labels)
     else:  # transformers' default: two labels
         n = _int(cfg, "num_labels") if cfg.get("num_labels") is not None else 2
-    task = arch[arch.find("For") :] if "For" in arch else "Model" if arch.endswith("Model") else arch
+    task = arch[arch.find("For") :] if "For" in arch else arch[-len("Model") :]  # BertForQuestionAnswering, BertModel
     heads = {"ForQuestionAnswering": 2, "ForTokenClassification": n, "ForSequenceClassification": 0, "Model": 0}
     outputs = heads.get(task)
     if outputs is not None:

@@ -11,7 +11,7 @@ import functools
 import math
 from dataclasses import dataclass, field
 
-from . import catalog, workloads
+from . import attention, catalog, workloads
 from .scenario import Scenario
 
 MATMUL = "matmul"
@@ -439,6 +439,34 @@ def fused_attention(m: Machine) -> bool:
     return m.engine.get("attention") == "fused"
 
 
+def attention_table(m: Machine) -> tuple[str, str] | None:
+    """(engine table, board) where the engine's fused prefill attention is measured on this chip: the engine names
+    its table (engines.toml attention_table) and the device the board measured for it (devices.toml kernel_board)."""
+    framework, board = m.engine.get("attention_table"), m.device.get("kernel_board")
+    return (framework, board) if framework and board and fused_attention(m) else None
+
+
+def measured_attention_s(m: Machine, ops, b: int) -> dict[int, float]:
+    """Seconds per operator index where the attention kernel is measured (attention.rate_flops): a causal
+    self-attention's whole kernel on its score matmul, at its prompt length and at batch x heads; nothing on the
+    operators inside the kernel (its mask, softmax and context matmul). A window shorter than the prompt or a
+    query shorter than its keys is not what the tables measured, so those stay with the roofline."""
+    table = attention_table(m)
+    if table is None or not m.workload.get("causal"):
+        return {}
+    out: dict[int, float] = {}
+    for i, op in enumerate(ops):
+        if not (op.cls == MATMUL and op.scores_out and op.rows == op.cols):
+            continue
+        j = next((k for k in range(i + 1, len(ops)) if ops[k].scores_in), None)
+        if j is None:
+            break
+        flops = (op.flops + ops[j].flops) * op.causal_share * b
+        out[i] = flops / attention.rate_flops(*table, b * op.groups / attention.REF_HEADS, round(op.rows))
+        out.update(dict.fromkeys(range(i + 1, j + 1), 0.0))
+    return out
+
+
 def _build_step_cost(m: Machine) -> StepCost:
     b, training = m.batch, m.s.traits.trains
     measured = m.workload["arch"] == "measured"  # a recorded step already holds its backward and optimizer
@@ -454,6 +482,7 @@ def _build_step_cost(m: Machine) -> StepCost:
     present = [last_row(op) if m.last_logits and op.logits else op
                for op in workloads.operators(m.workload, m.seq) if training or not op.training]  # fmt: skip
     stranded = stranded_between_matmuls(m, present, fused)
+    attn_s = measured_attention_s(m, present, b)
     for i, op in enumerate(present):
         if flash and (op.scores_out or op.scores_in):  # the scores stay on chip; one kernel for the attention
             op = dataclasses.replace(op, act_out=op.act_out - op.scores_out, act_in=op.act_in - op.scores_in,
@@ -483,7 +512,9 @@ def _build_step_cost(m: Machine) -> StepCost:
                 t_m += extra / r.bw
                 c.launch_dev_s += 2 * r.launch_s  # two transpose kernels, issued inside the library call
             kernels = 0 if is_fused else op.kernels * (n_mm if op.cls == MATMUL else 1)
-            if not measured:  # a recorded step's kernel times hold their fixed time already
+            if i in attn_s and tag == "fwd":  # a measured kernel's time holds its fixed time, softmax and reads
+                t_c, t_m = (attn_s[i], t_m) if attn_s[i] else (0.0, 0.0)
+            elif not measured:  # a recorded step's kernel times hold their fixed time already
                 t_c, t_m = with_matmul_overheads(op, r, kernels, t_c, t_m, b)
             t = max(t_c, t_m)
             if t_c >= t_m:

@@ -850,6 +850,7 @@ _KEYS = {
         "launch_overhead_us": ("num", 0, 1e6, False),
         "matmul_latency_us": ("num", 0, 1e6, False),
         "decode_attention_latency_us": ("num", 0, 1e6, False),
+        "kernel_board": ("name", 0, 0, False),
         "tile": ("int", 1, 65536, False),
         "workspace_gb": ("num", 0, 1e12, False),
         "host_threads": ("int", 1, 4096, False),
@@ -881,6 +882,7 @@ _KEYS = {
         "host_overhead_scale": ("num", 0, 100, True),
         "concat_kv_cache": ("bool", 0, 0, False),
         "prefill_logits": ("name", 0, 0, False),
+        "attention_table": ("name", 0, 0, False),
     },
     "workloads": {
         "default_batch_size": ("int", 1, 65536, False),
@@ -1025,10 +1027,23 @@ def check_custom(section: str, entry: dict) -> None:
     for key, accepted in _ENGINE_CHOICES.items() if section == "engines" else ():
         if key in entry and entry[key] not in accepted:
             raise HwsimError(f"{field}.{key}", entry[key], " or ".join(accepted))
+    _check_measured_table(section, field, entry)
     for key in ("host_overhead_scale_from", "prefill_host_from") if section == "engines" else ():
         lender = entry.get(key)
         if lender is not None and not (isinstance(lender, str) and lender in catalog.engines()):
             raise HwsimError(f"{field}.{key}", lender, f"one of {', '.join(catalog.engines())}")
+
+
+def _check_measured_table(section: str, field: str, entry: dict) -> None:
+    """An engine's attention_table and a device's kernel_board name what the measured attention table holds."""
+    from . import attention  # it reads this module's causal share
+
+    key = {"engines": "attention_table", "gpus": "kernel_board"}.get(section)
+    if key is None or key not in entry:
+        return
+    held = attention.tables()[0 if section == "engines" else 1]
+    if entry[key] not in held:
+        raise HwsimError(f"{field}.{key}", entry[key], f"one of {', '.join(sorted(held))}")
 
 
 def _accepts(spec) -> str:

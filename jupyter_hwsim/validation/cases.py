@@ -307,6 +307,7 @@ PRECISIONS = [
     (r"^(awq int4|torchao int4 weight-only) \(group 128", {"precision": "int4", "weight_group_size": 128}, ""),
     (r"^(aqlm|gptq|vptq) .*2-bit|^vptq", None, "about 2 bits per weight: no such precision"),
     (r"^int4 \(weight-only, group 32\)", {"precision": "int4", "weight_group_size": 32}, ""),
+    (r"^int4 \(weight-only, group 64\)", {"precision": "int4", "weight_group_size": 64}, ""),
     (r"^int4 gptq \(groupsize 128", {"precision": "int4", "weight_group_size": 128}, ""),
     (r"^int4 gptq \(thebloke", {"precision": "int4", "weight_group_size": 128}, "TheBloke GPTQ: group 128 assumed"),
     (r"^(mostly )?q4_0|^q4f16_1", {"precision": "int4", "weight_group_size": 32}, "one fp16 scale per 32 weights"),

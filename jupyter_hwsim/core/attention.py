@@ -29,11 +29,16 @@ def flops(batch: float, s: int, heads: int = REF_HEADS, head_size: int = REF_HEA
 
 
 @functools.cache
+def _rows() -> tuple[dict, ...]:
+    text = resources.files("jupyter_hwsim").joinpath("data", "reference", TABLE).read_text(encoding="utf-8")
+    return tuple(csv.DictReader(io.StringIO(text)))
+
+
+@functools.cache
 def _grid(framework: str, board: str) -> dict[int, list[tuple[float, float]]]:
     """{prompt length: [(log2 batch, log2 FLOP/s), ...] by batch} of one engine's table on one board."""
-    text = resources.files("jupyter_hwsim").joinpath("data", "reference", TABLE).read_text(encoding="utf-8")
     grid: dict[int, list[tuple[float, float]]] = {}
-    for r in csv.DictReader(io.StringIO(text)):
+    for r in _rows():
         if r["framework"] == framework and r["board"] == board:
             b, s = int(r["batch"]), int(r["isl"])
             rate = flops(b, s) / (float(r["latency_us"]) * 1e-6)
@@ -41,13 +46,10 @@ def _grid(framework: str, board: str) -> dict[int, list[tuple[float, float]]]:
     return {s: sorted(points) for s, points in sorted(grid.items())}
 
 
-@functools.cache
 def tables() -> tuple[frozenset, frozenset]:
     """(engine tables, boards) the file holds: what an engine's attention_table and a device's kernel_board may
     name."""
-    text = resources.files("jupyter_hwsim").joinpath("data", "reference", TABLE).read_text(encoding="utf-8")
-    rows = list(csv.DictReader(io.StringIO(text)))
-    return frozenset(r["framework"] for r in rows), frozenset(r["board"] for r in rows)
+    return frozenset(r["framework"] for r in _rows()), frozenset(r["board"] for r in _rows())
 
 
 def _along(points: list[tuple[float, float]], x: float) -> float:

@@ -6,6 +6,7 @@ import pytest
 
 from jupyter_hwsim import Scenario, estimate
 from jupyter_hwsim.core import catalog, costs
+from jupyter_hwsim.core.errors import HwsimError
 from jupyter_hwsim.core.workloads import Op
 
 
@@ -65,3 +66,39 @@ def test_the_prompt_path_follows_the_int8_rate_not_the_fp16_one():
         rate("rtx-3090", "fp16") / rate("rtx-a6000", "fp16")
     )
     assert q / f == pytest.approx(ratio, rel=0.15)
+
+
+def _exllama(prompt: int, engine="exllama"):
+    s = Scenario(kind="llm", workload="llama-2-7b", gpu="rtx-4090", precision="int4", weight_group_size=128,
+                 engine=engine, prompt_tokens=max(prompt, 1))  # fmt: skip
+    m = costs.resolve(s)
+    return m, costs.step_cost(m, batch=1, seq=prompt)
+
+
+def test_exllama_rebuilds_16_bit_weights_for_a_prompt_and_multiplies_them_with_a_16_bit_gemm():
+    """At reconstruct_rows rows or more each weight matmul first writes its fp16 weights (reading the 4-bit ones) in
+    a kernel of its own and the GEMM reads those: 2 + 2 + 0.52 bytes a weight where the fused kernel read 0.52; a
+    decode step (one row) and a prompt of fewer rows keep the fused kernel."""
+    entry = {k: v for k, v in catalog.get("engines", "exllama").items() if k not in ("id", "aliases", "sources")}
+    fused = {k: v for k, v in entry.items() if k != "reconstruct_rows"}
+    rows = entry["reconstruct_rows"]
+    m, rebuilt = _exllama(rows)
+    _, kept = _exllama(rows, engine=fused)
+    weights = sum(
+        op.params for op in costs.workloads.operators(m.workload, rows) if op.cls == "matmul" and not op.gather
+    )
+    wb = costs.weight_bytes(m.s)
+    assert rebuilt.hbm_bytes - kept.hbm_bytes == pytest.approx(weights * (2.0 + 2.0), rel=1e-9)
+    assert wb == pytest.approx(0.5 + 2.0 / 128)
+    assert rebuilt.kernels - kept.kernels == sum(
+        1 for op in costs.workloads.operators(m.workload, rows) if op.cls == "matmul" and op.params and not op.gather
+    )
+    below, below_fused = _exllama(rows - 1)[1], _exllama(rows - 1, engine=fused)[1]
+    assert below.hbm_bytes == pytest.approx(below_fused.hbm_bytes, rel=1e-12)
+    assert rebuilt.memory_s + rebuilt.compute_s > kept.memory_s + kept.compute_s
+
+
+def test_a_custom_engine_s_reconstruct_rows_is_a_positive_integer():
+    with pytest.raises(HwsimError) as e:
+        catalog.add("engines", {**catalog.get("engines", "exllama"), "name": "x", "reconstruct_rows": 0}, id="x-recons")
+    assert "reconstruct_rows" in str(e.value) and "0" in str(e.value)

@@ -439,6 +439,15 @@ def fused_attention(m: Machine) -> bool:
     return m.engine.get("attention") == "fused"
 
 
+def reconstructs(m: Machine, op, b: int) -> bool:
+    """The engine turns this weight-only quantized matmul's weights back into 16-bit ones first, in a kernel of its
+    own, and multiplies those with a 16-bit GEMM: ExLlama's path for `reconstruct_rows` rows or more (engines.toml).
+    The GEMM then reads 2-byte weights, and the reconstruction reads the quantized ones and writes the 2-byte ones."""
+    rows = m.engine.get("reconstruct_rows")
+    weight_only = m.s.traits.generates and m.s.precision in ("int8", "int4")
+    return bool(rows) and weight_only and op.cls == MATMUL and op.params > 0 and not op.gather and op.rows * b >= rows
+
+
 def attention_table(m: Machine) -> tuple[str, str] | None:
     """(engine table, board) where the engine's fused prefill attention is measured on this chip: the engine names
     its table (engines.toml attention_table) and the device the board measured for it (devices.toml kernel_board)."""
@@ -490,11 +499,19 @@ def _build_step_cost(m: Machine) -> StepCost:
         if flash and op.causal_share < 1.0:  # a fused causal attention skips the blocks above the diagonal
             op = dataclasses.replace(op, flops=op.flops * op.causal_share)
         is_fused = op.cls in fused and i not in stranded
+        recon = reconstructs(m, op, b)
         for tag, scale, n_mm in passes:
             # an embedding's backward writes the whole table's gradient (a dense one), where its forward reads rows
             pass_op = dataclasses.replace(op, gather=False) if op.gather and tag == "bwd" else op
             flops, nbytes, t_c, t_m = roofline(
-                pass_op, b, r, wb, ab, is_fused, scale, occupancy=not measured
+                pass_op,
+                b,
+                r,
+                WEIGHT_ONLY_ACTIVATION_BYTES if recon else wb,
+                ab,
+                is_fused,
+                scale,
+                occupancy=not measured,
             )  # a recorded step has no shapes
             if training and op.cls == "batchnorm" and not is_fused:
                 extra = op.act_in * b * ab * scale  # batch statistics: one more pass over the input
@@ -525,6 +542,12 @@ def _build_step_cost(m: Machine) -> StepCost:
             c.hbm_bytes += nbytes
             c.kernels += kernels
             c.launch_dev_s += kernels * r.launch_s
+            if recon:  # the reconstruction kernel: quantized weights in, 16-bit weights out
+                extra = op.params * (wb + WEIGHT_ONLY_ACTIVATION_BYTES) * scale
+                c.memory_s += extra / r.bw
+                c.hbm_bytes += extra
+                c.kernels += 1
+                c.launch_dev_s += r.launch_s
             if tag == "fwd":
                 c.ops.append(
                     OpCost(

@@ -883,6 +883,7 @@ _KEYS = {
         "concat_kv_cache": ("bool", 0, 0, False),
         "prefill_logits": ("name", 0, 0, False),
         "attention_table": ("name", 0, 0, False),
+        "reconstruct_rows": ("int", 1, 1 << 30, False),
     },
     "workloads": {
         "default_batch_size": ("int", 1, 65536, False),

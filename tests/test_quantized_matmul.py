@@ -102,3 +102,31 @@ def test_a_custom_engine_s_reconstruct_rows_is_a_positive_integer():
     with pytest.raises(HwsimError) as e:
         catalog.add("engines", {**catalog.get("engines", "exllama"), "name": "x", "reconstruct_rows": 0}, id="x-recons")
     assert "reconstruct_rows" in str(e.value) and "0" in str(e.value)
+
+
+def test_torch_compile_int4_prompts_run_at_tinygemm_s_rate_and_int8_ones_do_not():
+    """tinygemm (_weight_int4pack_mm) multiplies an int4 prompt at about a tenth of the bf16 tensor rate (the
+    catalogue's quantized_matmul_efficiency, from torchao's A6000 sweep): a 2048-token prompt's weight matmuls
+    take several times bf16's; int8 weight-only and bf16 keep the 16-bit rate."""
+    e, dev = catalog.get("engines", "cuda-graphs"), catalog.get("gpus", "a100-sxm-80gb")
+
+    def prefill(precision):
+        s = Scenario(kind="llm", workload="llama-2-7b", gpu="a100-sxm-80gb", precision=precision,
+                     engine="cuda-graphs", prompt_tokens=2048)  # fmt: skip
+        m = costs.resolve(s)
+        return m, costs.step_cost(m, batch=1, seq=2048)
+
+    (m4, int4), (m8, int8), (_, bf16) = prefill("int4"), prefill("int8"), prefill("bf16")
+    expected = dev["peak_tflops"]["bf16"] * e["quantized_matmul_efficiency"] * dev["compute_efficiency"] * 1e12
+    assert costs.rates(m4).weight_matmul == pytest.approx(expected)
+    assert costs.rates(m8).weight_matmul == 0.0
+    assert int4.compute_s > 4 * bf16.compute_s
+    assert int8.compute_s == pytest.approx(bf16.compute_s, rel=0.05)
+
+
+def test_only_fitted_quantized_matmul_figures_are_refitted_in_validation():
+    from jupyter_hwsim.validation import fits
+
+    assert fits.fitted_in_catalogue("llama-cpp", "quantized_matmul_efficiency")
+    assert not fits.fitted_in_catalogue("cuda-graphs", "quantized_matmul_efficiency")
+    assert not fits.fitted_in_catalogue("no-such-engine", "quantized_matmul_efficiency")

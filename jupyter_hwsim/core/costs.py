@@ -276,13 +276,15 @@ def rates(m: Machine) -> Rates:
 
 
 def quantized_matmul_tflops(m: Machine) -> float:
-    """The rate of the weight matmuls of a weight-quantized LLM (int8, int4) where the engine runs them as integer
-    kernels (llama.cpp's MMQ: activations quantized to int8, int8 dot products) on a device with that tensor rate:
-    the rate times the engine's quantized_matmul_efficiency (how far its kernels get from it). 0 elsewhere: the
-    weights are dequantized and multiplied at the 16-bit rate (engines.toml quantized_matmul)."""
+    """The rate of the weight matmuls of a weight-quantized LLM (int8, int4) where the engine runs them with kernels
+    of their own (llama.cpp's MMQ: activations quantized to int8, int8 dot products; tinygemm's int4 kernel under
+    torch.compile) on a device with the tensor rate they use: that rate times the engine's
+    quantized_matmul_efficiency (how far its kernels get from it), for the formats it names
+    (quantized_matmul_formats; all weight-only formats where absent). 0 elsewhere: the weights are dequantized and
+    multiplied at the 16-bit rate (engines.toml quantized_matmul)."""
     e, s = m.engine, m.s
     rate = e.get("quantized_matmul")
-    if not rate or not s.traits.generates or s.precision not in ("int8", "int4"):
+    if not rate or not s.traits.generates or s.precision not in e.get("quantized_matmul_formats", ("int8", "int4")):
         return 0.0
     if rate not in m.device["peak_tflops"] or catalog.maker(m.device) not in e.get("quantized_matmul_platforms", ()):
         return 0.0

@@ -879,6 +879,7 @@ _KEYS = {
         "quantized_matmul": ("name", 0, 0, False),
         "quantized_matmul_efficiency": ("num", 0, 2, True),
         "quantized_matmul_platforms": ("names", 0, 0, False),
+        "quantized_matmul_formats": ("names", 0, 0, False),
         "host_overhead_scale": ("num", 0, 100, True),
         "concat_kv_cache": ("bool", 0, 0, False),
         "prefill_logits": ("name", 0, 0, False),

@@ -88,6 +88,14 @@ def decode_efficiency(train: list[dict]) -> dict:
     return _fitted({key: _refit(_decode_used, rows) for key, rows in _decode_rows(train).items()})
 
 
+def fitted_in_catalogue(engine_id: str | None, key: str) -> bool:
+    """The catalogue's figure for `key` is one these rows fit (its source says "fitted"), not a microbenchmark's:
+    only such a figure is refitted, or left at the roofline's 1.0 where a fold's rows cannot fit it."""
+    if engine_id not in catalog.engines():
+        return False
+    return str(catalog.get("engines", engine_id).get("sources", {}).get(key, "")).startswith("fitted")
+
+
 def runs_quantized_matmul(fields: dict) -> bool:
     """The case's weight matmuls run as the engine's integer kernels (costs.quantized_matmul_tflops)."""
     e = _engine(fields)
@@ -100,8 +108,9 @@ def _prefill_rows(train: list[dict]) -> dict:
     groups: dict = defaultdict(list)
     for r in train:
         if r["measure"] in PREFILL_MEASURES and r["measured"] > 0 and r["predicted"] > 0:
-            if runs_quantized_matmul(r["fields"]):
-                groups[_engine(r["fields"])["id"]].append(r)
+            engine_id = (_engine(r["fields"]) or {}).get("id")
+            if runs_quantized_matmul(r["fields"]) and fitted_in_catalogue(engine_id, "quantized_matmul_efficiency"):
+                groups[engine_id].append(r)
     return groups
 
 
@@ -193,7 +202,7 @@ def fit_engines(train: list[dict]):
         e.pop("decode_bw_efficiency_on", None)
         if mine is not None:
             e["decode_bw_efficiency_on"] = {on: {precision: mine}}
-        if e.get("quantized_matmul"):
+        if e.get("quantized_matmul") and fitted_in_catalogue(e.get("id"), "quantized_matmul_efficiency"):
             e["quantized_matmul_efficiency"] = qmm.get(e["id"], 1.0)
         return {**case, "fields": {**fields, "engine": e}}
 

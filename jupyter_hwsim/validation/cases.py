@@ -563,6 +563,9 @@ HALF_MODEL = r"model\.half\(\)"
 # a harness that preallocates its KV cache (lit-gpt's and gpt-fast's KVCache), where eager PyTorch's entry grows it
 # by concatenation as Hugging Face's generate() does
 STATIC_KV_CACHE = r"static (preallocated )?KV ?cache"
+# a quantisation library whose int4 weight-only linears multiply with tinygemm (aten._weight_int4pack_mm) at every
+# row count, as the cuda-graphs engine's do (its quantized_matmul figures: engines.toml)
+TINYGEMM_PRECISION = r"^torchao int4 weight-only"
 
 
 # a harness that issues an engine's kernels one by one, where the catalogue's engine replays CUDA graphs: TensorRT-LLM's
@@ -842,6 +845,12 @@ def case(row: dict) -> dict:
         harness("16-bit weights by model.half(): no autocast casts", autocast_us=0.0, autocast_fp32=[])
     if re.search(STATIC_KV_CACHE, row.get("settings", ""), re.I) and engine_entry.get("concat_kv_cache"):
         harness("a static KV cache, written in place: no concatenation", concat_kv_cache=False)
+    if re.search(TINYGEMM_PRECISION, row.get("precision", ""), re.I) and not engine_entry.get("quantized_matmul"):
+        tinygemm = catalog.get("engines", "cuda-graphs")
+        harness(
+            "torchao's int4 weight-only linears multiply with tinygemm (aten._weight_int4pack_mm) at every row count",
+            **{k: tinygemm[k] for k in tinygemm if k.startswith("quantized_matmul")},
+        )
     if fields["gpu"] is IDEAL_DEVICE and engine_entry:
         harness("the loader timed alone: no model step issued", issue_us=0.0, call_us=0.0, autocast_us=0.0, step_us=0.0)
     nchw = SOURCE_NCHW.get(row["source_id"])

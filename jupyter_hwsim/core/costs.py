@@ -545,7 +545,7 @@ def _build_step_cost(m: Machine) -> StepCost:
             c.kernels += kernels
             c.launch_dev_s += kernels * r.launch_s
             if recon:  # the reconstruction kernel: quantized weights in, 16-bit weights out
-                extra = op.params * (wb + WEIGHT_ONLY_ACTIVATION_BYTES) * scale
+                extra = op.params * workloads.weight_share(op, b) * (wb + WEIGHT_ONLY_ACTIVATION_BYTES) * scale
                 c.memory_s += extra / r.bw
                 c.hbm_bytes += extra
                 c.kernels += 1

@@ -5,7 +5,7 @@ models and other makers keep the 16-bit rate."""
 import pytest
 
 from jupyter_hwsim import Scenario, estimate
-from jupyter_hwsim.core import catalog, costs
+from jupyter_hwsim.core import catalog, costs, workloads
 from jupyter_hwsim.core.errors import HwsimError
 from jupyter_hwsim.core.workloads import Op
 
@@ -84,14 +84,12 @@ def test_exllama_rebuilds_16_bit_weights_for_a_prompt_and_multiplies_them_with_a
     rows = entry["reconstruct_rows"]
     m, rebuilt = _exllama(rows)
     _, kept = _exllama(rows, engine=fused)
-    weights = sum(
-        op.params for op in costs.workloads.operators(m.workload, rows) if op.cls == "matmul" and not op.gather
-    )
+    weights = sum(op.params for op in workloads.operators(m.workload, rows) if op.cls == "matmul" and not op.gather)
     wb = costs.weight_bytes(m.s)
     assert rebuilt.hbm_bytes - kept.hbm_bytes == pytest.approx(weights * (2.0 + 2.0), rel=1e-9)
     assert wb == pytest.approx(0.5 + 2.0 / 128)
     assert rebuilt.kernels - kept.kernels == sum(
-        1 for op in costs.workloads.operators(m.workload, rows) if op.cls == "matmul" and op.params and not op.gather
+        1 for op in workloads.operators(m.workload, rows) if op.cls == "matmul" and op.params and not op.gather
     )
     below, below_fused = _exllama(rows - 1)[1], _exllama(rows - 1, engine=fused)[1]
     assert below.hbm_bytes == pytest.approx(below_fused.hbm_bytes, rel=1e-12)

@@ -23,9 +23,10 @@ REF_HEADS = 32  # the tables' query heads
 REF_HEAD_SIZE = 128
 
 
-def flops(batch: float, s: int, heads: int = REF_HEADS, head_size: int = REF_HEAD_SIZE) -> float:
-    """A causal self-attention's FLOPs over `batch` prompts of s tokens: its two products, at the causal share."""
-    return 4.0 * batch * s * s * heads * head_size * workloads.causal_share(s, s)
+def flops(batch: float, s: int) -> float:
+    """The tables' causal self-attention's FLOPs over `batch` prompts of s tokens: its two products, at the causal
+    share."""
+    return 4.0 * batch * s * s * REF_HEADS * REF_HEAD_SIZE * workloads.causal_share(s, s)
 
 
 @functools.cache

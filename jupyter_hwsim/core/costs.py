@@ -24,6 +24,9 @@ DEFAULT_DATASET_GB = 1.0
 QUANT_SCALE_BYTES = 2.0
 # weight-only quantization (int4; int8 for LLMs) keeps activations in a 16-bit format
 WEIGHT_ONLY_ACTIVATION_BYTES = 2.0
+# an LLM's int8 and int4 are weight-only formats: 16-bit activations and math, quantized weights
+WEIGHT_ONLY_FORMATS = ("int8", "int4")
+REBUILT_WEIGHT_BYTES = 2.0  # a weight rebuilt to 16 bits for a library GEMM (costs.reconstructs)
 # the backward pass of an operator costs twice its forward FLOPs (gradients of its input and of its weights, the
 # 2N of the 6N FLOPs per parameter per token of Kaplan et al. 2020) and a matmul launches two kernels for them
 BACKWARD_FLOPS_FACTOR = 2.0
@@ -129,7 +132,7 @@ def resolve(s: Scenario) -> Machine:
     sto = _entry("storage", s.storage)
     link = _entry("links", s.host_link or dev.get("host_link", "pcie4"))
     # LLM int8/int4 is weight-only quantization: the math runs at 16 bits
-    math_precision = "fp16" if s.traits.generates and s.precision in ("int8", "int4") else s.precision
+    math_precision = "fp16" if weight_only(s) else s.precision
     prec, warnings = effective_precision(dev, math_precision)
     warnings = [*(str(x) for x in w.get("warnings", ())), *warnings]  # an imported model's (unknown operators)
     seq = s.seq_len or workloads.default_seq(w)
@@ -163,6 +166,11 @@ def value_bytes(precision: str) -> float:
 
 
 QUANTIZED = ("fp8", "int8", "int4")
+
+
+def weight_only(s: Scenario) -> bool:
+    """An LLM quantized in a weight-only format: its weights int8 or int4, its activations and math 16-bit."""
+    return s.traits.generates and s.precision in WEIGHT_ONLY_FORMATS
 
 
 def weight_bytes(s: Scenario) -> float:
@@ -284,7 +292,7 @@ def quantized_matmul_tflops(m: Machine) -> float:
     multiplied at the 16-bit rate (engines.toml quantized_matmul)."""
     e, s = m.engine, m.s
     rate = e.get("quantized_matmul")
-    if not rate or not s.traits.generates or s.precision not in e.get("quantized_matmul_formats", ("int8", "int4")):
+    if not rate or not weight_only(s) or s.precision not in e.get("quantized_matmul_formats", WEIGHT_ONLY_FORMATS):
         return 0.0
     if rate not in m.device["peak_tflops"] or catalog.maker(m.device) not in e.get("quantized_matmul_platforms", ()):
         return 0.0
@@ -446,8 +454,9 @@ def reconstructs(m: Machine, op, b: int) -> bool:
     own, and multiplies those with a 16-bit GEMM: ExLlama's path for `reconstruct_rows` rows or more (engines.toml).
     The GEMM then reads 2-byte weights, and the reconstruction reads the quantized ones and writes the 2-byte ones."""
     rows = m.engine.get("reconstruct_rows")
-    weight_only = m.s.traits.generates and m.s.precision in ("int8", "int4")
-    return bool(rows) and weight_only and op.cls == MATMUL and op.params > 0 and not op.gather and op.rows * b >= rows
+    return (
+        bool(rows) and weight_only(m.s) and op.cls == MATMUL and op.params > 0 and not op.gather and op.rows * b >= rows
+    )
 
 
 def attention_table(m: Machine) -> tuple[str, str] | None:
@@ -509,7 +518,7 @@ def _build_step_cost(m: Machine) -> StepCost:
                 pass_op,
                 b,
                 r,
-                WEIGHT_ONLY_ACTIVATION_BYTES if recon else wb,
+                REBUILT_WEIGHT_BYTES if recon else wb,
                 ab,
                 is_fused,
                 scale,
@@ -545,7 +554,7 @@ def _build_step_cost(m: Machine) -> StepCost:
             c.kernels += kernels
             c.launch_dev_s += kernels * r.launch_s
             if recon:  # the reconstruction kernel: quantized weights in, 16-bit weights out
-                extra = op.params * workloads.weight_share(op, b) * (wb + WEIGHT_ONLY_ACTIVATION_BYTES) * scale
+                extra = op.params * workloads.weight_share(op, b) * (wb + REBUILT_WEIGHT_BYTES) * scale
                 c.memory_s += extra / r.bw
                 c.hbm_bytes += extra
                 c.kernels += 1
